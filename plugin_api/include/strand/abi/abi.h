@@ -1,0 +1,9 @@
+/* Strand — the whole NCCL plugin ABI, v6..v12. */
+#ifndef STRAND_ABI_ABI_H
+#define STRAND_ABI_ABI_H
+#include "strand/abi/types.h"
+#include "strand/abi/device.h"
+#include "strand/abi/props.h"
+#include "strand/abi/net.h"
+#include "strand/abi/collnet.h"
+#endif

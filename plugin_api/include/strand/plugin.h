@@ -1,0 +1,56 @@
+/* Strand SDK — what a plugin author writes against.
+ *
+ * A plugin implements ONE net table with v12 semantics (strand_net_t) and, optionally, one CollNet
+ * table (strand_collnet_t), then names them with STRAND_NET_PLUGIN / STRAND_COLLNET_PLUGIN in one
+ * of its source files. Linking libstrand-sdk then gives the shared object the data symbols
+ * ncclNetPlugin_v6 .. ncclNetPlugin_v12 (and ncclCollNetPlugin_v6 .. _v12), each adapting the
+ * plugin's table to what that version's core expects (docs/plugin-author-guide.md). */
+#ifndef STRAND_PLUGIN_H
+#define STRAND_PLUGIN_H
+
+#include "strand/abi/abi.h"
+
+typedef strand_net_v12_t strand_net_t;
+typedef strand_collnet_v12_t strand_collnet_t;
+typedef strand_props_v12_t strand_props_t;
+typedef strand_vprops_v12_t strand_vprops_t;
+typedef strand_sge_v12_t strand_sge_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set by STRAND_NET_PLUGIN / STRAND_COLLNET_PLUGIN; read by the export layer. */
+extern const strand_net_t *const strand_plugin_net;
+extern const strand_collnet_t *const strand_plugin_collnet;
+
+/* The anchors pull the export objects out of libstrand-sdk.a: a plugin without a CollNet table
+ * never references strand_collnet_export_anchor, so it exports no ncclCollNetPlugin_v* symbol. */
+extern const int strand_net_export_anchor;
+extern const int strand_collnet_export_anchor;
+
+/* What the export layer learnt about the core that loaded us; useful for logging and sizing.
+ * strand_core_abi_version(): the ncclNetPlugin_vN table the core picked (6..12), learnt from the
+ *   init it called; 0 before any init.
+ * strand_core_collnet_abi_version(): the same for ncclCollNetPlugin_vN; 0 before CollNet init.
+ * strand_core_max_requests(): requests per comm the core may have in flight and the plugin must
+ *   accept: 8 for a v6 core (NCCL_NET_MAX_REQUESTS_V6), 32 otherwise (also before init, since
+ *   sizing for the larger bound is always safe).
+ * All three are safe to call from any thread, including from inside the plugin's own init. */
+int strand_core_abi_version(void);
+int strand_core_collnet_abi_version(void);
+int strand_core_max_requests(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#define STRAND_NET_PLUGIN(table)                                                                   \
+  const strand_net_t *const strand_plugin_net = &(table);                                          \
+  __attribute__((used)) const int *const strand_net_export_ref = &strand_net_export_anchor
+
+#define STRAND_COLLNET_PLUGIN(table)                                                               \
+  const strand_collnet_t *const strand_plugin_collnet = &(table);                                  \
+  __attribute__((used)) const int *const strand_collnet_export_ref = &strand_collnet_export_anchor
+
+#endif

@@ -1,0 +1,60 @@
+/* Strand SDK — internals shared by the export layer (export_common.c, export_net.c,
+ * export_collnet.c). Not installed: plugins only see strand/plugin.h.
+ *
+ * The unit tests include this header too: the *_fill_tables() and *_reset_for_test() hooks let
+ * them swap members of the mock plugin table and start from a fresh "just loaded" state. */
+#ifndef STRAND_EXPORT_INTERNAL_H
+#define STRAND_EXPORT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "strand/plugin.h"
+
+/* Largest `n` an irecv may carry (NCCL_PROXY_MAX_SUBS): bounds the on-stack size_t arrays that
+ * v6..v8 irecv adapters build from the core's int arrays. */
+#define STRAND_EXPORT_MAX_RECV_N STRAND_PROXY_MAX_SUBS
+/* Largest number of scatter-gather entries a v8 CollNet core may hand to iallgather or
+ * ireducescatter through our adapter (cores send 1; the bound only sizes a stack array). */
+#define STRAND_EXPORT_MAX_SGE 64
+/* Distinct trafficClass values for which a v10 adapter keeps its own plugin context. */
+#define STRAND_EXPORT_MAX_TC_CTX 16
+
+/* ---- logging: the export layer's own WARN/INFO, through the logger the core gave to init ---- */
+void strand_export_set_logger(strand_logger_t logger);
+void strand_export_log(strand_log_level_t level, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define STRAND_EXPORT_WARN(...) strand_export_log(STRAND_LOG_WARN, __LINE__, __VA_ARGS__)
+#define STRAND_EXPORT_INFO(...) strand_export_log(STRAND_LOG_INFO, __LINE__, __VA_ARGS__)
+
+/* ---- which table the core picked (learnt from the init it called) ---- */
+void strand_export_note_net_version(int version);
+void strand_export_note_collnet_version(int version);
+
+/* ---- argument narrowing / widening ---- */
+/* An int size/count from a v6..v8 core as size_t; negative → STRAND_INTERNAL_ERROR + WARN. */
+strand_result_t strand_export_int_to_size(int value, const char *call, const char *what,
+                                          size_t *out);
+/* irecv's int sizes[n] → size_t out[n]; n must be in 1..STRAND_EXPORT_MAX_RECV_N. */
+strand_result_t strand_export_int_sizes(int n, const int *sizes, const char *call, size_t *out);
+
+/* ---- properties: v12 (what the plugin fills) → every older layout, every field written ---- */
+void strand_props_v12_to_v6(const strand_props_v12_t *in, strand_props_v6_t *out);
+void strand_props_v12_to_v7(const strand_props_v12_t *in, strand_props_v7_t *out);
+void strand_props_v12_to_v8(const strand_props_v12_t *in, strand_props_v8_t *out);
+/* v9..v11 carry a 4-entry vProps: a v12 vNIC with more than 4 members cannot be represented and
+ * is reported as STRAND_INTERNAL_ERROR (with a WARN naming `call` and the device). */
+strand_result_t strand_props_v12_to_v9(const strand_props_v12_t *in, strand_props_v9_t *out,
+                                       const char *call, int dev);
+strand_result_t strand_props_v12_to_v11(const strand_props_v12_t *in, strand_props_v11_t *out,
+                                        const char *call, int dev);
+/* A v9..v11 vNIC request (≤ 4 members) as the v12 struct the plugin takes. */
+strand_result_t strand_vprops_v11_to_v12(const strand_vprops_v11_t *in, strand_vprops_v12_t *out,
+                                         const char *call);
+
+/* ---- hooks for the export objects and their unit tests ---- */
+void strand_export_net_fill_tables(void);     /* re-derive ncclNetPlugin_v* from strand_plugin_net */
+void strand_export_net_reset_for_test(void);  /* forget contexts and the noted version */
+void strand_export_collnet_fill_tables(void);
+void strand_export_collnet_reset_for_test(void);
+
+#endif
