@@ -20,14 +20,18 @@ typedef strand_sge_v12_t strand_sge_t;
 extern "C" {
 #endif
 
+/* Hidden: these link the plugin to the SDK inside one .so and must never be exported, even by a
+ * plugin linked without the SDK's version script. */
+#define STRAND_INTERNAL_SYMBOL __attribute__((visibility("hidden")))
+
 /* Set by STRAND_NET_PLUGIN / STRAND_COLLNET_PLUGIN; read by the export layer. */
-extern const strand_net_t *const strand_plugin_net;
-extern const strand_collnet_t *const strand_plugin_collnet;
+extern STRAND_INTERNAL_SYMBOL const strand_net_t *const strand_plugin_net;
+extern STRAND_INTERNAL_SYMBOL const strand_collnet_t *const strand_plugin_collnet;
 
 /* The anchors pull the export objects out of libstrand-sdk.a: a plugin without a CollNet table
  * never references strand_collnet_export_anchor, so it exports no ncclCollNetPlugin_v* symbol. */
-extern const int strand_net_export_anchor;
-extern const int strand_collnet_export_anchor;
+extern STRAND_INTERNAL_SYMBOL const int strand_net_export_anchor;
+extern STRAND_INTERNAL_SYMBOL const int strand_collnet_export_anchor;
 
 /* What the export layer learnt about the core that loaded us; useful for logging and sizing.
  * strand_core_abi_version(): the ncclNetPlugin_vN table the core picked (6..12), learnt from the
@@ -45,12 +49,16 @@ int strand_core_max_requests(void);
 }
 #endif
 
+/* Use once, at file scope, in one source file of the plugin: STRAND_NET_PLUGIN(my_net_table); */
 #define STRAND_NET_PLUGIN(table)                                                                   \
-  const strand_net_t *const strand_plugin_net = &(table);                                          \
-  __attribute__((used)) const int *const strand_net_export_ref = &strand_net_export_anchor
+  STRAND_INTERNAL_SYMBOL const strand_net_t *const strand_plugin_net = &(table);                   \
+  STRAND_INTERNAL_SYMBOL __attribute__((used)) const int *const strand_net_export_ref =            \
+      &strand_net_export_anchor
 
+/* Optional, once, at file scope: STRAND_COLLNET_PLUGIN(my_collnet_table); */
 #define STRAND_COLLNET_PLUGIN(table)                                                               \
-  const strand_collnet_t *const strand_plugin_collnet = &(table);                                  \
-  __attribute__((used)) const int *const strand_collnet_export_ref = &strand_collnet_export_anchor
+  STRAND_INTERNAL_SYMBOL const strand_collnet_t *const strand_plugin_collnet = &(table);           \
+  STRAND_INTERNAL_SYMBOL __attribute__((used)) const int *const strand_collnet_export_ref =        \
+      &strand_collnet_export_anchor
 
 #endif

@@ -35,14 +35,14 @@ typedef strand_dev_handle_t strand_dev_handle_v10_t;
 typedef strand_dev_handle_t strand_dev_handle_v11_t;
 typedef strand_dev_handle_t strand_dev_handle_v12_t;
 
-_Static_assert(sizeof(strand_dev_type_t) == 4, "ncclNetDeviceType is 4 bytes");
-_Static_assert(sizeof(strand_dev_handle_t) == 32, "device handle is 32 bytes");
-_Static_assert(_Alignof(strand_dev_handle_t) == 8, "device handle align 8");
-_Static_assert(offsetof(strand_dev_handle_t, netDeviceType) == 0, "");
-_Static_assert(offsetof(strand_dev_handle_t, netDeviceVersion) == 4, "");
-_Static_assert(offsetof(strand_dev_handle_t, handle) == 8, "");
-_Static_assert(offsetof(strand_dev_handle_t, size) == 16, "");
-_Static_assert(offsetof(strand_dev_handle_t, needsProxyProgress) == 24, "");
+STRAND_STATIC_ASSERT(sizeof(strand_dev_type_t) == 4, "ncclNetDeviceType is 4 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_dev_handle_t) == 32, "device handle is 32 bytes");
+STRAND_STATIC_ASSERT(STRAND_ALIGNOF(strand_dev_handle_t) == 8, "device handle align 8");
+STRAND_STATIC_ASSERT(offsetof(strand_dev_handle_t, netDeviceType) == 0, "");
+STRAND_STATIC_ASSERT(offsetof(strand_dev_handle_t, netDeviceVersion) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_dev_handle_t, handle) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_dev_handle_t, size) == 16, "");
+STRAND_STATIC_ASSERT(offsetof(strand_dev_handle_t, needsProxyProgress) == 24, "");
 
 /* UNPACK v7 (§7.1). */
 #define STRAND_UNPACK_MAX_QUEUE_DEPTH 16         /* slots */
@@ -76,20 +76,20 @@ typedef struct {
   uint64_t head;              /* consumer counter written by the GPU; start at UINT64_MAX */
 } strand_unpack_handle_t;
 
-_Static_assert(sizeof(strand_unpack_load_meta_t) == 16, "loadMeta is 16 bytes");
-_Static_assert(_Alignof(strand_unpack_load_meta_t) == 16, "loadMeta align 16");
-_Static_assert(offsetof(strand_unpack_load_meta_t, src_off) == 0, "");
-_Static_assert(offsetof(strand_unpack_load_meta_t, len) == 4, "");
-_Static_assert(offsetof(strand_unpack_load_meta_t, dst_off) == 8, "");
-_Static_assert(sizeof(strand_unpack_meta_t) == 524416, "netUnpackMeta is 524,416 bytes");
-_Static_assert(_Alignof(strand_unpack_meta_t) == 16, "netUnpackMeta align 16");
-_Static_assert(offsetof(strand_unpack_meta_t, mem) == 0, "");
-_Static_assert(offsetof(strand_unpack_meta_t, mem[1][0]) == 32768, "slot stride 32768");
-_Static_assert(offsetof(strand_unpack_meta_t, mem[0][1]) == 16, "entry stride 16");
-_Static_assert(offsetof(strand_unpack_meta_t, cnt) == 524288, "");
-_Static_assert(sizeof(strand_unpack_handle_t) == 24, "unpackNetDeviceHandle is 24 bytes");
-_Static_assert(offsetof(strand_unpack_handle_t, meta) == 0, "");
-_Static_assert(offsetof(strand_unpack_handle_t, bounce_buf) == 8, "");
-_Static_assert(offsetof(strand_unpack_handle_t, head) == 16, "");
+STRAND_STATIC_ASSERT(sizeof(strand_unpack_load_meta_t) == 16, "loadMeta is 16 bytes");
+STRAND_STATIC_ASSERT(STRAND_ALIGNOF(strand_unpack_load_meta_t) == 16, "loadMeta align 16");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_load_meta_t, src_off) == 0, "");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_load_meta_t, len) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_load_meta_t, dst_off) == 8, "");
+STRAND_STATIC_ASSERT(sizeof(strand_unpack_meta_t) == 524416, "netUnpackMeta is 524,416 bytes");
+STRAND_STATIC_ASSERT(STRAND_ALIGNOF(strand_unpack_meta_t) == 16, "netUnpackMeta align 16");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_meta_t, mem) == 0, "");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_meta_t, mem[1][0]) == 32768, "slot stride 32768");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_meta_t, mem[0][1]) == 16, "entry stride 16");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_meta_t, cnt) == 524288, "");
+STRAND_STATIC_ASSERT(sizeof(strand_unpack_handle_t) == 24, "unpackNetDeviceHandle is 24 bytes");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_handle_t, meta) == 0, "");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_handle_t, bounce_buf) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_unpack_handle_t, head) == 16, "");
 
 #endif

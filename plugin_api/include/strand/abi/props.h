@@ -165,27 +165,27 @@ typedef struct {
 } strand_props_v12_t;
 
 /* §2.5 */
-_Static_assert(sizeof(strand_vprops_v9_t) == 20 && _Alignof(strand_vprops_v9_t) == 4, "");
-_Static_assert(offsetof(strand_vprops_v9_t, devs) == 4, "");
-_Static_assert(sizeof(strand_vprops_v12_t) == 36 && _Alignof(strand_vprops_v12_t) == 4, "");
-_Static_assert(offsetof(strand_vprops_v12_t, devs) == 4, "");
-_Static_assert(sizeof(strand_comm_config_t) == 4, "");
-_Static_assert(sizeof(strand_comm_attr_t) == 16, "");
-_Static_assert(offsetof(strand_comm_attr_t, minConcurrentPeers) == 4, "");
-_Static_assert(offsetof(strand_comm_attr_t, maxFlowsPerPeer) == 8, "");
-_Static_assert(offsetof(strand_comm_attr_t, minFlowsPerPeer) == 12, "");
-_Static_assert(sizeof(strand_net_attr_t) == 44 && _Alignof(strand_net_attr_t) == 4, "");
-_Static_assert(offsetof(strand_net_attr_t, recvCommAttr) == 16, "");
-_Static_assert(offsetof(strand_net_attr_t, op) == 32, "");
-_Static_assert(offsetof(strand_net_attr_t, algo) == 36, "");
-_Static_assert(offsetof(strand_net_attr_t, proto) == 40, "");
-_Static_assert(sizeof(strand_sge_v8_t) == 24 && _Alignof(strand_sge_v8_t) == 8, "");
-_Static_assert(offsetof(strand_sge_v8_t, address) == 8 && offsetof(strand_sge_v8_t, size) == 16, "");
-_Static_assert(sizeof(strand_sge_v9_t) == 24 && _Alignof(strand_sge_v9_t) == 8, "");
-_Static_assert(offsetof(strand_sge_v9_t, address) == 8 && offsetof(strand_sge_v9_t, size) == 16, "");
+STRAND_STATIC_ASSERT(sizeof(strand_vprops_v9_t) == 20 && STRAND_ALIGNOF(strand_vprops_v9_t) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_vprops_v9_t, devs) == 4, "");
+STRAND_STATIC_ASSERT(sizeof(strand_vprops_v12_t) == 36 && STRAND_ALIGNOF(strand_vprops_v12_t) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_vprops_v12_t, devs) == 4, "");
+STRAND_STATIC_ASSERT(sizeof(strand_comm_config_t) == 4, "");
+STRAND_STATIC_ASSERT(sizeof(strand_comm_attr_t) == 16, "");
+STRAND_STATIC_ASSERT(offsetof(strand_comm_attr_t, minConcurrentPeers) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_comm_attr_t, maxFlowsPerPeer) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_comm_attr_t, minFlowsPerPeer) == 12, "");
+STRAND_STATIC_ASSERT(sizeof(strand_net_attr_t) == 44 && STRAND_ALIGNOF(strand_net_attr_t) == 4, "");
+STRAND_STATIC_ASSERT(offsetof(strand_net_attr_t, recvCommAttr) == 16, "");
+STRAND_STATIC_ASSERT(offsetof(strand_net_attr_t, op) == 32, "");
+STRAND_STATIC_ASSERT(offsetof(strand_net_attr_t, algo) == 36, "");
+STRAND_STATIC_ASSERT(offsetof(strand_net_attr_t, proto) == 40, "");
+STRAND_STATIC_ASSERT(sizeof(strand_sge_v8_t) == 24 && STRAND_ALIGNOF(strand_sge_v8_t) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_sge_v8_t, address) == 8 && offsetof(strand_sge_v8_t, size) == 16, "");
+STRAND_STATIC_ASSERT(sizeof(strand_sge_v9_t) == 24 && STRAND_ALIGNOF(strand_sge_v9_t) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_sge_v9_t, address) == 8 && offsetof(strand_sge_v9_t, size) == 16, "");
 
 /* §2.6, one assert per cell of the offset table. */
-#define STRAND_OFF(T, f, o) _Static_assert(offsetof(T, f) == (o), #T "." #f " @" #o)
+#define STRAND_OFF(T, f, o) STRAND_STATIC_ASSERT(offsetof(T, f) == (o), #T "." #f " @" #o)
 STRAND_OFF(strand_props_v6_t, name, 0);
 STRAND_OFF(strand_props_v6_t, pciPath, 8);
 STRAND_OFF(strand_props_v6_t, guid, 16);
@@ -195,7 +195,7 @@ STRAND_OFF(strand_props_v6_t, port, 32);
 STRAND_OFF(strand_props_v6_t, latency, 36);
 STRAND_OFF(strand_props_v6_t, maxComms, 40);
 STRAND_OFF(strand_props_v6_t, maxRecvs, 44);
-_Static_assert(sizeof(strand_props_v6_t) == 48, "props v6 is 48 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v6_t) == 48, "props v6 is 48 bytes");
 
 STRAND_OFF(strand_props_v7_t, name, 0);
 STRAND_OFF(strand_props_v7_t, pciPath, 8);
@@ -208,7 +208,7 @@ STRAND_OFF(strand_props_v7_t, maxComms, 40);
 STRAND_OFF(strand_props_v7_t, maxRecvs, 44);
 STRAND_OFF(strand_props_v7_t, netDeviceType, 48);
 STRAND_OFF(strand_props_v7_t, netDeviceVersion, 52);
-_Static_assert(sizeof(strand_props_v7_t) == 56, "props v7 is 56 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v7_t) == 56, "props v7 is 56 bytes");
 
 STRAND_OFF(strand_props_v8_t, name, 0);
 STRAND_OFF(strand_props_v8_t, pciPath, 8);
@@ -222,7 +222,7 @@ STRAND_OFF(strand_props_v8_t, maxComms, 44);
 STRAND_OFF(strand_props_v8_t, maxRecvs, 48);
 STRAND_OFF(strand_props_v8_t, netDeviceType, 52);
 STRAND_OFF(strand_props_v8_t, netDeviceVersion, 56);
-_Static_assert(sizeof(strand_props_v8_t) == 64, "props v8 is 64 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v8_t) == 64, "props v8 is 64 bytes");
 
 STRAND_OFF(strand_props_v9_t, name, 0);
 STRAND_OFF(strand_props_v9_t, pciPath, 8);
@@ -240,7 +240,7 @@ STRAND_OFF(strand_props_v9_t, netDeviceVersion, 60);
 STRAND_OFF(strand_props_v9_t, vProps, 64);
 STRAND_OFF(strand_props_v9_t, maxP2pBytes, 88);
 STRAND_OFF(strand_props_v9_t, maxCollBytes, 96);
-_Static_assert(sizeof(strand_props_v9_t) == 104, "props v9/v10 are 104 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v9_t) == 104, "props v9/v10 are 104 bytes");
 
 STRAND_OFF(strand_props_v11_t, name, 0);
 STRAND_OFF(strand_props_v11_t, pciPath, 8);
@@ -259,7 +259,7 @@ STRAND_OFF(strand_props_v11_t, vProps, 64);
 STRAND_OFF(strand_props_v11_t, maxP2pBytes, 88);
 STRAND_OFF(strand_props_v11_t, maxCollBytes, 96);
 STRAND_OFF(strand_props_v11_t, maxMultiRequestSize, 104);
-_Static_assert(sizeof(strand_props_v11_t) == 112, "props v11 is 112 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v11_t) == 112, "props v11 is 112 bytes");
 
 STRAND_OFF(strand_props_v12_t, name, 0);
 STRAND_OFF(strand_props_v12_t, pciPath, 8);
@@ -280,6 +280,6 @@ STRAND_OFF(strand_props_v12_t, maxCollBytes, 112);
 STRAND_OFF(strand_props_v12_t, maxMultiRequestSize, 120);
 STRAND_OFF(strand_props_v12_t, railId, 124);
 STRAND_OFF(strand_props_v12_t, planeId, 126);
-_Static_assert(sizeof(strand_props_v12_t) == 128, "props v12 is 128 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_props_v12_t) == 128, "props v12 is 128 bytes");
 
 #endif

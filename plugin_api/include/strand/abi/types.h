@@ -9,6 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The layout asserts compile as C11 and as C++11 (vendors write plugins in both). */
+#ifdef __cplusplus
+#define STRAND_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#define STRAND_ALIGNOF(T) alignof(T)
+#else
+#define STRAND_ALIGNOF(T) _Alignof(T)
+#define STRAND_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* ncclResult_t (§2.1): a 4-byte enum. */
 typedef enum {
   STRAND_SUCCESS = 0,
@@ -139,10 +148,10 @@ enum { STRAND_FUNC_BROADCAST = 0, STRAND_FUNC_REDUCE = 1, STRAND_FUNC_ALLGATHER 
        STRAND_FUNC_SIGNAL = 13, STRAND_FUNC_WAITSIGNAL = 14 };
 
 /* Every enum crosses the ABI as 4 bytes (§5.1 item 9). */
-_Static_assert(sizeof(strand_result_t) == 4, "ncclResult_t is 4 bytes");
-_Static_assert(sizeof(strand_log_level_t) == 4, "ncclDebugLogLevel is 4 bytes");
-_Static_assert(sizeof(strand_datatype_t) == 4, "ncclDataType_t is 4 bytes");
-_Static_assert(sizeof(strand_redop_t) == 4, "ncclRedOp_t is 4 bytes");
-_Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8, "Strand targets LP64 Linux");
+STRAND_STATIC_ASSERT(sizeof(strand_result_t) == 4, "ncclResult_t is 4 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_log_level_t) == 4, "ncclDebugLogLevel is 4 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_datatype_t) == 4, "ncclDataType_t is 4 bytes");
+STRAND_STATIC_ASSERT(sizeof(strand_redop_t) == 4, "ncclRedOp_t is 4 bytes");
+STRAND_STATIC_ASSERT(sizeof(void *) == 8 && sizeof(size_t) == 8, "Strand targets LP64 Linux");
 
 #endif

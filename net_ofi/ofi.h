@@ -1,0 +1,342 @@
+/* strand-ofi — internal types shared by the libfabric plugin's source files.
+ *
+ * Object model (one process):
+ *   ofi_dev     one per libfabric domain ("NIC") of the chosen provider. Opened lazily: fabric,
+ *               domain, ONE RDM endpoint, one CQ, one AV. Every comm on that device multiplexes on
+ *               that endpoint; the 64-bit tag says which comm (and which message) a packet is for.
+ *               A mutex per device serialises every call into the domain (we open it with
+ *               FI_THREAD_DOMAIN) and all of our bookkeeping.
+ *   ofi_listen  a listen id + nonce published in the 128-byte handle; connect messages that name it
+ *               are turned into ready-to-accept recv comms.
+ *   ofi_comm    a send or a recv comm: peer address, the receiver-chosen comm id carried in every
+ *               data tag, per-NCCL-tag sequence counters, a fixed pool of requests.
+ *   ofi_mr      a registration-cache entry, handed to NCCL as the mhandle.
+ *
+ * Tag layout (64 bits, see ofi_xfer.c for why per-tag sequence numbers keep NCCL's ordering):
+ *   bit 63        1 = control message (connect/accept/reject/probe/...), 0 = data
+ *   bits 62..43   receiver's comm id (20 bits)
+ *   bits 42..24   sequence number of this message among those carrying the same NCCL tag (19 bits)
+ *   bits 23..0    the NCCL tag (sender's rank), folded to 24 bits */
+#ifndef STRAND_NET_OFI_H
+#define STRAND_NET_OFI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "strand/log.h"
+#include "strand/params.h"
+#include "strand/plugin.h"
+#include "strand/pool.h"
+
+#define OFI_PLUGIN_NAME "strand-ofi"
+
+/* ---- limits ---- */
+#define OFI_MAX_RECVS 8                     /* maxRecvs advertised: grouped receive size */
+#define OFI_SEND_REQS (STRAND_NET_MAX_REQUESTS * OFI_MAX_RECVS) /* 256 isends in flight per comm */
+#define OFI_RECV_REQS STRAND_NET_MAX_REQUESTS                    /* 32 irecvs in flight per comm */
+#define OFI_NAME_MAX 88                     /* endpoint address bytes carried in handle/messages */
+#define OFI_CTRL_MSG_SIZE 256               /* every control message fits in this */
+#define OFI_CTRL_RECVS 32                   /* control receives kept posted per device */
+#define OFI_CTRL_SENDS 256                  /* control sends outstanding per device */
+#define OFI_CQ_BATCH 16                     /* entries per fi_cq_read */
+#define OFI_CQ_MAX_BATCHES 8                /* bound on CQ reads per progress call */
+
+/* ---- tag layout ---- */
+#define OFI_TAG_CTRL (1ULL << 63)
+#define OFI_TAG_COMM_BITS 20
+#define OFI_TAG_SEQ_BITS 19
+#define OFI_TAG_NCCL_BITS 24
+#define OFI_TAG_COMM_SHIFT (OFI_TAG_SEQ_BITS + OFI_TAG_NCCL_BITS)
+#define OFI_TAG_SEQ_SHIFT OFI_TAG_NCCL_BITS
+#define OFI_COMM_ID_MAX ((1u << OFI_TAG_COMM_BITS) - 1) /* id 0 is never used */
+#define OFI_SEQ_MASK ((1u << OFI_TAG_SEQ_BITS) - 1)
+#define OFI_NCCL_TAG_MASK ((1u << OFI_TAG_NCCL_BITS) - 1)
+
+/* ---- knobs (SDK parameter registry, read once at the first init; docs/plugins/ofi.md) ---- */
+typedef struct {
+  char provider[128];        /* STRAND_OFI_PROVIDER ("" = best RDM provider fi_getinfo offers) */
+  char domains[256];         /* STRAND_OFI_DOMAINS  ("" = every non-loopback domain) */
+  int hmem;                  /* STRAND_OFI_HMEM: 1 = use FI_HMEM when offered, 0 = host only */
+  long probe_ms;             /* STRAND_OFI_PROBE_MS: liveness probe period of a waiting comm */
+  long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: unanswered probe / connect bound */
+  long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
+} ofi_params_t;
+extern ofi_params_t ofi_params;
+strand_result_t ofi_params_load(void);
+
+uint64_t ofi_now_ms(void);
+
+/* ---- completion contexts: every libfabric operation carries one of these ---- */
+typedef enum { OFI_OP_DATA = 1, OFI_OP_CTRL_RECV, OFI_OP_CTRL_SEND } ofi_op_kind_t;
+typedef struct {
+  struct fi_context2 fi_ctx; /* must be first: FI_CONTEXT / FI_CONTEXT2 mode space */
+  ofi_op_kind_t kind;
+} ofi_op_t;
+
+struct ofi_dev;
+struct ofi_comm;
+
+/* ---- memory registration ---- */
+typedef struct ofi_mr {
+  struct ofi_dev *dev;
+  uintptr_t base;
+  size_t len;
+  enum fi_hmem_iface iface;
+  int refs;
+  struct fid_mr *mr; /* NULL when the domain needs no registration for this memory */
+  void *desc;
+  struct ofi_mr *next;
+} ofi_mr_t;
+
+/* ---- requests ---- */
+typedef enum { OFI_REQ_FREE = 0, OFI_REQ_SEND, OFI_REQ_RECV } ofi_req_kind_t;
+typedef struct ofi_req ofi_req_t;
+typedef struct {
+  ofi_op_t op;      /* kind OFI_OP_DATA */
+  ofi_req_t *req;
+  int slot;
+  bool done;        /* completion (good or bad) arrived */
+} ofi_sub_t;
+
+struct ofi_req {
+  ofi_req_kind_t kind;
+  struct ofi_comm *comm;
+  int n;            /* slots */
+  int posted;       /* slots handed to libfabric so far (a post can hit -FI_EAGAIN midway) */
+  int completed;    /* slots whose completion (good or bad) arrived */
+  strand_result_t result;
+  bool abandoned;   /* test() already reported an error; free once the posted slots complete */
+  uint64_t t_post_ms;
+  int sizes[OFI_MAX_RECVS];
+  void *bufs[OFI_MAX_RECVS];
+  size_t lens[OFI_MAX_RECVS];
+  void *descs[OFI_MAX_RECVS];
+  uint64_t tags[OFI_MAX_RECVS];
+  ofi_sub_t subs[OFI_MAX_RECVS];
+};
+
+/* Per-NCCL-tag sequence counters: few distinct tags per comm (one per local sender rank). */
+typedef struct {
+  int tag;
+  uint32_t next;
+} ofi_seq_t;
+
+typedef enum { OFI_COMM_SEND = 1, OFI_COMM_RECV } ofi_comm_kind_t;
+typedef enum {
+  OFI_CONN_SENDING = 1, /* connect message not posted yet (-FI_EAGAIN) */
+  OFI_CONN_WAIT_ACCEPT, /* posted; waiting for ACCEPT */
+  OFI_CONN_READY,
+  OFI_CONN_FAILED
+} ofi_conn_state_t;
+
+typedef struct ofi_comm {
+  ofi_comm_kind_t kind;
+  struct ofi_dev *dev;
+  uint32_t id;          /* our id on dev (ctrl messages to us name it) */
+  uint32_t peer_id;     /* the peer's id: for a send comm, the receiver's id that data tags carry */
+  uint32_t data_id;     /* comm id put into data tags (= receiver's id) */
+  uint64_t nonce;
+  fi_addr_t peer;
+  char peer_str[64];    /* printable peer address for messages */
+  ofi_conn_state_t state;
+  uint64_t connect_token; /* send side: matches the token kept in the core's handle copy */
+  uint64_t t_start_ms;
+  bool closed;          /* closed by NCCL, kept alive until its operations drain */
+  strand_result_t failed; /* STRAND_SUCCESS while healthy */
+  char fail_msg[256];
+  /* liveness probing */
+  uint64_t last_probe_ms;
+  uint64_t probe_sent_ms; /* 0 = no probe outstanding */
+  /* sequence numbers */
+  ofi_seq_t *seqs;
+  int nseqs, capseqs;
+  /* requests */
+  strand_pool_t reqs;
+  int outstanding;      /* libfabric operations not yet completed (data subs + ctrl sends) */
+  struct ofi_comm *next; /* device comm list */
+  struct ofi_comm *next_ready; /* listen accept queue */
+} ofi_comm_t;
+
+typedef struct ofi_listen {
+  struct ofi_dev *dev;
+  uint32_t id;
+  uint64_t nonce;
+  ofi_comm_t *ready_head, *ready_tail; /* accepted connections not yet returned by accept() */
+  struct ofi_listen *next;
+} ofi_listen_t;
+
+/* Control messages (fixed layout, little-endian hosts only: LP64 Linux targets). */
+enum {
+  OFI_CTRL_CONNECT = 1, /* sender -> listener: dst = listen id, src = sender comm id, name = sender */
+  OFI_CTRL_ACCEPT,      /* listener -> sender: dst = sender comm id, src = recv comm id */
+  OFI_CTRL_REJECT,      /* listener -> sender: unknown listen id or wrong nonce */
+  OFI_CTRL_PROBE,       /* either side: "are you still there" (the send completion is the answer) */
+  OFI_CTRL_GONE,        /* reply to a probe naming a comm that no longer exists */
+  OFI_CTRL_TRUNC        /* receiver -> sender: your message did not fit the posted receive */
+};
+#define OFI_CTRL_MAGIC 0x53544f46u /* "STOF" */
+#define OFI_CTRL_VERSION 1
+typedef struct {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind;
+  uint32_t dst_id;
+  uint32_t src_id;
+  uint64_t nonce;
+  uint64_t arg;         /* TRUNC: bytes the sender tried to send over the posted size */
+  uint16_t name_len;
+  uint8_t name[OFI_NAME_MAX];
+} ofi_ctrl_msg_t;
+_Static_assert(sizeof(ofi_ctrl_msg_t) <= OFI_CTRL_MSG_SIZE, "control message fits its buffer");
+
+/* The 128-byte listen handle. `connect_token` is scratch space for the connecting side: the core
+ * passes the same buffer on every connect retry; we never trust it without a table lookup. */
+#define OFI_HANDLE_MAGIC 0x53544f48u /* "STOH" */
+typedef struct {
+  uint32_t magic;
+  uint32_t listen_id;
+  uint64_t nonce;
+  uint16_t name_len;
+  uint8_t pad[6];
+  uint8_t name[OFI_NAME_MAX];
+  uint64_t connect_token;
+  uint64_t reserved;
+} ofi_handle_t;
+_Static_assert(sizeof(ofi_handle_t) == STRAND_NET_HANDLE_MAXSIZE, "handle is exactly 128 bytes");
+
+typedef struct {
+  ofi_op_t op;
+  int index;
+  bool busy;
+  bool posted;
+  fi_addr_t dest;
+  uint32_t owner_comm; /* comm whose probe this is (0 = none) */
+  ofi_ctrl_msg_t msg;
+} ofi_ctrl_send_t;
+
+typedef struct {
+  ofi_op_t op;
+  ofi_ctrl_msg_t msg;
+  uint8_t slack[OFI_CTRL_MSG_SIZE - sizeof(ofi_ctrl_msg_t)];
+} ofi_ctrl_recv_t;
+
+/* Endpoint-address → fi_addr_t cache so repeated connections to one peer reuse its AV entry. */
+typedef struct ofi_av_entry {
+  size_t len;
+  uint8_t name[OFI_NAME_MAX];
+  fi_addr_t addr;
+  struct ofi_av_entry *next;
+} ofi_av_entry_t;
+
+typedef struct ofi_dev {
+  int index;
+  char name[64];            /* domain name, as NCCL's device name */
+  char *pci_path;           /* sysfs path or NULL */
+  uint64_t guid;
+  int speed_mbps;
+  bool hmem;                /* FI_HMEM offered: NCCL_PTR_CUDA */
+  uint64_t mr_mode;
+  size_t max_msg_size;
+  struct fi_info *info;     /* the fi_info this device is opened from */
+
+  pthread_mutex_t lock;
+  bool open;
+  bool open_failed;
+  struct fid_fabric *fabric;
+  struct fid_domain *domain;
+  struct fid_ep *ep;
+  struct fid_cq *cq;
+  struct fid_av *av;
+  uint8_t ep_name[OFI_NAME_MAX];
+  size_t ep_name_len;
+  char ep_str[64];
+
+  uint64_t next_key;        /* requested_key for domains without FI_MR_PROV_KEY */
+  uint32_t next_id;         /* comm / listen id allocator */
+  ofi_comm_t *comms;        /* every comm on this device, closed-but-draining ones included */
+  ofi_listen_t *listens;
+  ofi_mr_t *mrs;            /* registration cache */
+  ofi_av_entry_t *av_cache;
+
+  ofi_ctrl_recv_t *ctrl_recv;   /* OFI_CTRL_RECVS */
+  ofi_ctrl_send_t *ctrl_send;   /* OFI_CTRL_SENDS */
+  struct fid_mr *ctrl_mr;
+  void *ctrl_desc;
+  bool ctrl_unposted;       /* a control send is filled but not yet accepted by libfabric */
+  bool ctrl_recv_short;     /* some control receive could not be reposted */
+  uint8_t ctrl_recv_posted[OFI_CTRL_RECVS];
+} ofi_dev_t;
+
+/* ---- fabric / devices (ofi_fabric.c) ---- */
+strand_result_t ofi_fabric_init(void);
+int ofi_ndevs(void);
+ofi_dev_t *ofi_dev_get(int dev);
+strand_result_t ofi_dev_open(ofi_dev_t *dev); /* lock held */
+void ofi_devs_close_all(void);
+const char *ofi_provider_name(void);
+/* Drain the CQ a bounded number of times and dispatch; lock held. */
+void ofi_progress(ofi_dev_t *dev);
+uint32_t ofi_dev_alloc_id(ofi_dev_t *dev);
+ofi_comm_t *ofi_dev_find_comm(ofi_dev_t *dev, uint32_t id);
+strand_result_t ofi_av_lookup(ofi_dev_t *dev, const uint8_t *name, size_t len, fi_addr_t *out);
+/* The provider's connection to `peer` is broken (reset, refused, not connected): fail every comm
+ * that uses it and drop the address from the AV, so that a later connection to the same endpoint
+ * gets a fresh provider connection instead of the dead one. Lock held. */
+void ofi_peer_broken(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+bool ofi_errno_is_connection_loss(int err);
+void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen);
+/* Queue a control message to `dest`; -FI_EAGAIN only when every control slot is busy. */
+int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
+                  uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
+                  size_t name_len);
+strand_result_t ofi_errno_result(int err);
+
+/* ---- connections (ofi_conn.c) ---- */
+strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm);
+strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
+                            strand_dev_handle_t **sendDevComm);
+strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm);
+strand_result_t ofi_close_send(void *sendComm);
+strand_result_t ofi_close_recv(void *recvComm);
+strand_result_t ofi_close_listen(void *listenComm);
+/* Control message arrived (lock held). */
+void ofi_conn_handle_ctrl(ofi_dev_t *dev, const ofi_ctrl_msg_t *msg, size_t len);
+/* A control send completed (err = 0 on success; lock held). */
+void ofi_conn_ctrl_sent(ofi_dev_t *dev, ofi_ctrl_send_t *cs, int err, const char *errstr);
+void ofi_comm_fail(ofi_comm_t *comm, strand_result_t res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ofi_comm_free(ofi_comm_t *comm); /* unlink + free; lock held */
+void ofi_comm_maybe_reap(ofi_comm_t *comm);
+
+/* ---- registration (ofi_mr.c) ---- */
+strand_result_t ofi_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+strand_result_t ofi_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+                                  int fd, void **mhandle);
+strand_result_t ofi_dereg_mr(void *comm, void *mhandle);
+void ofi_mr_cache_clear(ofi_dev_t *dev); /* lock held, device closing */
+
+/* ---- data path (ofi_xfer.c) ---- */
+strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+                          void *phandle, void **request);
+strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+                          void **mhandles, void **phandles, void **request);
+strand_result_t ofi_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+                           void **request);
+strand_result_t ofi_test(void *request, int *done, int *sizes);
+strand_result_t ofi_comm_alloc_reqs(ofi_comm_t *comm, int count);
+/* A data operation completed (err = 0 on success; lock held). */
+void ofi_xfer_complete(ofi_dev_t *dev, ofi_sub_t *sub, size_t len, int err, size_t olen,
+                       const char *errstr);
+/* Cancel every posted receive of a closing comm (lock held). */
+void ofi_xfer_cancel_all(ofi_comm_t *comm);
+
+#endif

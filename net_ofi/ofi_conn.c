@@ -1,0 +1,406 @@
+/* strand-ofi — connection set-up over the fabric itself, and comm lifetime.
+ *
+ * listen  publishes (device endpoint address, listen id, nonce) in the 128-byte handle.
+ * connect inserts the listener's address into the AV and sends CONNECT (our comm id, our endpoint
+ *         address); it returns the send comm once ACCEPT (carrying the receiver's comm id, which
+ *         every data tag then names) arrives. Each call does a bounded amount of work.
+ * accept  returns a recv comm built when CONNECT arrived. The listener's side answers CONNECT from
+ *         the progress engine, whatever call drives it, so connect never waits for accept()
+ *         itself, only for some call on the listening process's device.
+ * Anything that does not parse, names an unknown listen id or carries the wrong nonce is dropped
+ * (and, when it parses, answered with REJECT) without touching any other connection. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/random.h>
+
+#include "ofi.h"
+
+static uint64_t random_u64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+    v = ofi_now_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&v;
+  return v ? v : 1;
+}
+
+void ofi_comm_fail(ofi_comm_t *c, strand_result_t res, const char *fmt, ...) {
+  if (c->failed != STRAND_SUCCESS) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->fail_msg, sizeof c->fail_msg, fmt, ap);
+  va_end(ap);
+  c->failed = res;
+  if (c->state != OFI_CONN_READY) c->state = OFI_CONN_FAILED;
+  if (!c->closed)
+    STRAND_WARN("%s comm to peer %s on %s failed: %s", c->kind == OFI_COMM_SEND ? "send" : "recv",
+             c->peer_str, c->dev->name, c->fail_msg);
+}
+
+static ofi_comm_t *comm_new(ofi_dev_t *d, ofi_comm_kind_t kind) {
+  ofi_comm_t *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->kind = kind;
+  c->dev = d;
+  c->id = ofi_dev_alloc_id(d);
+  c->t_start_ms = ofi_now_ms();
+  c->last_probe_ms = c->t_start_ms;
+  if (ofi_comm_alloc_reqs(c, kind == OFI_COMM_SEND ? OFI_SEND_REQS : OFI_RECV_REQS) !=
+      STRAND_SUCCESS) {
+    free(c);
+    return NULL;
+  }
+  c->next = d->comms;
+  d->comms = c;
+  return c;
+}
+
+void ofi_comm_free(ofi_comm_t *c) {
+  ofi_dev_t *d = c->dev;
+  for (ofi_comm_t **p = &d->comms; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  /* Requests the core never tested again (closed with requests in flight) are simply dropped. */
+  uint32_t cursor = 0;
+  void *r;
+  while ((r = strand_pool_next_used(&c->reqs, &cursor)) != NULL) strand_pool_put(&c->reqs, r);
+  strand_pool_destroy(&c->reqs);
+  free(c->seqs);
+  free(c);
+}
+
+void ofi_comm_maybe_reap(ofi_comm_t *c) {
+  if (c->closed && c->outstanding <= 0) ofi_comm_free(c);
+}
+
+static ofi_listen_t *find_listen(ofi_dev_t *d, uint32_t id) {
+  for (ofi_listen_t *l = d->listens; l; l = l->next)
+    if (l->id == id) return l;
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm) {
+  (void)ctx;
+  ofi_dev_t *d = ofi_dev_get(dev);
+  if (!d || !handle || !listenComm) {
+    STRAND_WARN("listen: invalid argument (dev %d of %d, handle %p, listenComm %p)", dev, ofi_ndevs(),
+             handle, (void *)listenComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *listenComm = NULL;
+  pthread_mutex_lock(&d->lock);
+  strand_result_t r = ofi_dev_open(d);
+  if (r != STRAND_SUCCESS) goto out;
+  ofi_listen_t *l = calloc(1, sizeof *l);
+  if (!l) {
+    r = STRAND_SYSTEM_ERROR;
+    goto out;
+  }
+  l->dev = d;
+  l->id = ofi_dev_alloc_id(d);
+  l->nonce = random_u64();
+  l->next = d->listens;
+  d->listens = l;
+  ofi_handle_t *h = handle;
+  memset(h, 0, sizeof *h);
+  h->magic = OFI_HANDLE_MAGIC;
+  h->listen_id = l->id;
+  h->nonce = l->nonce;
+  h->name_len = (uint16_t)d->ep_name_len;
+  memcpy(h->name, d->ep_name, d->ep_name_len);
+  *listenComm = l;
+  STRAND_INFO(STRAND_SUBSYS_NET, "listen on %s (%s) id %u", d->name, d->ep_str, l->id);
+out:
+  pthread_mutex_unlock(&d->lock);
+  return r;
+}
+
+static ofi_comm_t *find_connecting(ofi_dev_t *d, const ofi_handle_t *h) {
+  if (!h->connect_token) return NULL;
+  for (ofi_comm_t *c = d->comms; c; c = c->next)
+    if (c->kind == OFI_COMM_SEND && !c->closed && c->state != OFI_CONN_READY &&
+        c->connect_token == h->connect_token && c->nonce == h->nonce)
+      return c;
+  return NULL;
+}
+
+strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
+                            strand_dev_handle_t **sendDevComm) {
+  (void)ctx;
+  (void)sendDevComm; /* host plugin: the core's pointer stays NULL */
+  ofi_dev_t *d = ofi_dev_get(dev);
+  if (!d || !handle || !sendComm) {
+    STRAND_WARN("connect: invalid argument (dev %d of %d, handle %p, sendComm %p)", dev, ofi_ndevs(),
+             handle, (void *)sendComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *sendComm = NULL;
+  ofi_handle_t *h = handle;
+  if (h->magic != OFI_HANDLE_MAGIC || h->name_len == 0 || h->name_len > OFI_NAME_MAX ||
+      h->listen_id == 0 || h->listen_id > OFI_COMM_ID_MAX) {
+    STRAND_WARN("connect on %s: the handle is not a strand-ofi listen handle (magic 0x%08x, address "
+             "length %u); check both ranks load the same plugin and provider",
+             d->name, h->magic, h->name_len);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  pthread_mutex_lock(&d->lock);
+  strand_result_t r = ofi_dev_open(d);
+  if (r != STRAND_SUCCESS) goto out;
+  ofi_comm_t *c = find_connecting(d, h);
+  if (!c) {
+    fi_addr_t peer;
+    r = ofi_av_lookup(d, h->name, h->name_len, &peer);
+    if (r != STRAND_SUCCESS) goto out;
+    c = comm_new(d, OFI_COMM_SEND);
+    if (!c) {
+      r = STRAND_SYSTEM_ERROR;
+      goto out;
+    }
+    c->peer = peer;
+    c->peer_id = h->listen_id;
+    c->nonce = h->nonce;
+    c->state = OFI_CONN_SENDING;
+    c->connect_token = random_u64();
+    ofi_addr_str(h->name, h->name_len, c->peer_str, sizeof c->peer_str);
+    h->connect_token = c->connect_token;
+  }
+  if (c->state == OFI_CONN_SENDING &&
+      ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
+                    d->ep_name, d->ep_name_len) == 0)
+    c->state = OFI_CONN_WAIT_ACCEPT;
+  ofi_progress(d);
+  if (c->state == OFI_CONN_WAIT_ACCEPT &&
+      ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.peer_timeout_ms)
+    ofi_comm_fail(c, STRAND_REMOTE_ERROR,
+                  "no answer to the connect message within %ld s (STRAND_OFI_PEER_TIMEOUT_S); is "
+                  "the listening rank alive and polling accept, and can %s reach %s?",
+                  ofi_params.peer_timeout_ms / 1000, d->ep_str, c->peer_str);
+  if (c->state == OFI_CONN_READY) {
+    h->connect_token = 0;
+    c->connect_token = 0;
+    c->last_probe_ms = ofi_now_ms();
+    *sendComm = c;
+    STRAND_INFO(STRAND_SUBSYS_NET, "connected to %s on %s: comm %u -> peer comm %u", c->peer_str, d->name, c->id,
+             c->data_id);
+  } else if (c->state == OFI_CONN_FAILED) {
+    r = c->failed != STRAND_SUCCESS ? c->failed : STRAND_REMOTE_ERROR;
+    h->connect_token = 0;
+    c->closed = true; /* a CONNECT still in flight refers to it by id, never by pointer */
+    ofi_comm_free(c);
+  }
+out:
+  pthread_mutex_unlock(&d->lock);
+  return r;
+}
+
+strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm) {
+  (void)recvDevComm;
+  ofi_listen_t *l = listenComm;
+  if (!l || !recvComm) {
+    STRAND_WARN("accept: invalid argument (listenComm %p, recvComm %p)", listenComm, (void *)recvComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *recvComm = NULL;
+  ofi_dev_t *d = l->dev;
+  pthread_mutex_lock(&d->lock);
+  if (!l->ready_head) ofi_progress(d);
+  ofi_comm_t *c = l->ready_head;
+  if (c) {
+    l->ready_head = c->next_ready;
+    if (!l->ready_head) l->ready_tail = NULL;
+    c->next_ready = NULL;
+    c->last_probe_ms = ofi_now_ms();
+    *recvComm = c;
+    STRAND_INFO(STRAND_SUBSYS_NET, "accepted %s on %s: comm %u <- peer comm %u", c->peer_str, d->name, c->id,
+             c->peer_id);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return STRAND_SUCCESS;
+}
+
+/* Close: cancel what can be cancelled, let in-flight operations drain for a bounded time, and if
+ * some are still owned by libfabric keep the comm (memory only) until they complete or the device
+ * closes: freeing it earlier would hand libfabric a dangling context. */
+static strand_result_t comm_close(ofi_comm_t *c) {
+  ofi_dev_t *d = c->dev;
+  pthread_mutex_lock(&d->lock);
+  c->closed = true;
+  ofi_xfer_cancel_all(c);
+  uint64_t t0 = ofi_now_ms();
+  for (;;) {
+    ofi_progress(d);
+    if (c->outstanding <= 0 || ofi_now_ms() - t0 >= (uint64_t)ofi_params.close_drain_ms) break;
+    pthread_mutex_unlock(&d->lock);
+    sched_yield();
+    pthread_mutex_lock(&d->lock);
+  }
+  if (c->outstanding > 0)
+    STRAND_INFO(STRAND_SUBSYS_NET, "comm %u to %s closed with %d operation(s) still owned by %s; kept until they "
+             "complete",
+             c->id, c->peer_str, c->outstanding, d->name);
+  ofi_comm_maybe_reap(c);
+  pthread_mutex_unlock(&d->lock);
+  return STRAND_SUCCESS;
+}
+
+strand_result_t ofi_close_send(void *sendComm) {
+  if (!sendComm) return STRAND_INVALID_ARGUMENT;
+  return comm_close(sendComm);
+}
+
+strand_result_t ofi_close_recv(void *recvComm) {
+  if (!recvComm) return STRAND_INVALID_ARGUMENT;
+  return comm_close(recvComm);
+}
+
+strand_result_t ofi_close_listen(void *listenComm) {
+  ofi_listen_t *l = listenComm;
+  if (!l) return STRAND_INVALID_ARGUMENT;
+  ofi_dev_t *d = l->dev;
+  pthread_mutex_lock(&d->lock);
+  for (ofi_listen_t **p = &d->listens; *p; p = &(*p)->next)
+    if (*p == l) {
+      *p = l->next;
+      break;
+    }
+  /* Connections that arrived but were never accepted. */
+  while (l->ready_head) {
+    ofi_comm_t *c = l->ready_head;
+    l->ready_head = c->next_ready;
+    c->closed = true;
+    ofi_comm_maybe_reap(c);
+  }
+  pthread_mutex_unlock(&d->lock);
+  free(l);
+  return STRAND_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* control messages                                                                             */
+
+static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
+  char from[64];
+  ofi_addr_str(m->name, m->name_len, from, sizeof from);
+  fi_addr_t peer;
+  if (ofi_av_lookup(d, m->name, m->name_len, &peer) != STRAND_SUCCESS) return;
+  ofi_listen_t *l = find_listen(d, m->dst_id);
+  if (!l || l->nonce != m->nonce) {
+    STRAND_WARN("connect message from %s on %s names %s listen id %u; rejected (stale handle, closed "
+             "listen comm, or a handle from another job)",
+             from, d->name, l ? "the wrong nonce for" : "unknown", m->dst_id);
+    ofi_ctrl_send(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce, 0, 0, NULL, 0);
+    return;
+  }
+  ofi_comm_t *c = comm_new(d, OFI_COMM_RECV);
+  if (!c) {
+    STRAND_WARN("out of memory accepting %s on %s", from, d->name);
+    return;
+  }
+  c->peer = peer;
+  c->peer_id = m->src_id;
+  c->data_id = c->id;
+  c->nonce = m->nonce;
+  c->state = OFI_CONN_READY;
+  snprintf(c->peer_str, sizeof c->peer_str, "%s", from);
+  if (ofi_ctrl_send(d, peer, OFI_CTRL_ACCEPT, m->src_id, c->id, m->nonce, 0, c->id, NULL, 0) != 0) {
+    STRAND_WARN("no free control slot to answer %s on %s; its connect will time out", from, d->name);
+    c->closed = true;
+    ofi_comm_maybe_reap(c);
+    return;
+  }
+  if (l->ready_tail)
+    l->ready_tail->next_ready = c;
+  else
+    l->ready_head = c;
+  l->ready_tail = c;
+}
+
+void ofi_conn_handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
+  if (len < offsetof(ofi_ctrl_msg_t, name) || m->magic != OFI_CTRL_MAGIC ||
+      m->version != OFI_CTRL_VERSION || m->name_len > OFI_NAME_MAX ||
+      len < offsetof(ofi_ctrl_msg_t, name) + m->name_len) {
+    STRAND_WARN("malformed control message (%zu bytes, magic 0x%08x) on %s dropped", len,
+             len >= 4 ? m->magic : 0, d->name);
+    return;
+  }
+  ofi_comm_t *c = (m->kind == OFI_CTRL_CONNECT) ? NULL : ofi_dev_find_comm(d, m->dst_id);
+  bool match = c && c->nonce == m->nonce;
+  switch (m->kind) {
+    case OFI_CTRL_CONNECT:
+      if (m->name_len == 0) break;
+      on_connect(d, m);
+      return;
+    case OFI_CTRL_ACCEPT:
+      if (match && c->kind == OFI_COMM_SEND && c->state == OFI_CONN_WAIT_ACCEPT) {
+        c->data_id = m->src_id;
+        c->peer_id = m->src_id;
+        c->state = OFI_CONN_READY;
+        return;
+      }
+      break;
+    case OFI_CTRL_REJECT:
+      if (match && c->kind == OFI_COMM_SEND && c->state != OFI_CONN_READY) {
+        ofi_comm_fail(c, STRAND_REMOTE_ERROR,
+                      "the listener rejected the connection (its listen comm is closed or the "
+                      "handle is stale)");
+        return;
+      }
+      break;
+    case OFI_CTRL_PROBE:
+      if (!match || c->closed) {
+        fi_addr_t peer;
+        if (m->name_len && ofi_av_lookup(d, m->name, m->name_len, &peer) == STRAND_SUCCESS)
+          ofi_ctrl_send(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce, 0, 0, NULL, 0);
+      }
+      return;
+    case OFI_CTRL_GONE:
+      if (match && !c->closed) {
+        ofi_comm_fail(c, STRAND_REMOTE_ERROR, "the peer closed its end of this connection");
+        return;
+      }
+      break;
+    case OFI_CTRL_TRUNC:
+      if (match && c->kind == OFI_COMM_SEND) {
+        ofi_comm_fail(c, STRAND_INVALID_USAGE,
+                      "the receiver got a message %llu byte(s) larger than its posted receive "
+                      "(libfabric truncation); sender and receiver disagree on sizes",
+                      (unsigned long long)m->arg);
+        return;
+      }
+      break;
+    default:
+      STRAND_WARN("control message of unknown kind %u on %s dropped", m->kind, d->name);
+      return;
+  }
+  STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u for comm %u on %s ignored (no such comm, or out of date)",
+           m->kind, m->dst_id, d->name);
+}
+
+void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, int err, const char *errstr) {
+  if (!cs->owner_comm) {
+    if (err && err != FI_ECANCELED)
+      STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u on %s not delivered: %s", cs->msg.kind, d->name,
+               errstr ? errstr : "");
+    return;
+  }
+  ofi_comm_t *c = ofi_dev_find_comm(d, cs->owner_comm);
+  if (!c) return;
+  c->outstanding--;
+  if (err == 0) {
+    if (cs->msg.kind == OFI_CTRL_PROBE) c->probe_sent_ms = 0;
+  } else if (err != FI_ECANCELED) {
+    if (ofi_errno_is_connection_loss(err)) ofi_peer_broken(d, c->peer, errstr ? errstr : "");
+    ofi_comm_fail(c, ofi_errno_result(err), "%s message to the peer failed: %s",
+                  cs->msg.kind == OFI_CTRL_CONNECT  ? "connect"
+                  : cs->msg.kind == OFI_CTRL_PROBE  ? "liveness probe"
+                  : cs->msg.kind == OFI_CTRL_ACCEPT ? "accept"
+                                                    : "control",
+                  errstr ? errstr : "unknown error");
+  }
+  ofi_comm_maybe_reap(c);
+}

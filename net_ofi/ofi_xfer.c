@@ -1,0 +1,376 @@
+/* strand-ofi — the data path: isend / irecv / test / iflush on tagged RDM messages.
+ *
+ * Ordering and grouped receives. NCCL's contract: messages on one comm match receives in posting
+ * order; within a grouped irecv (n slots, tags[i] = remote sender rank) the NCCL tag only selects
+ * which slot a send lands in. Each sender rank sends in order, and every group contains at most
+ * one slot per tag. So "the k-th send carrying NCCL tag t" must land in "the k-th receive slot
+ * posted with tag t" — nothing else is ordered. Both sides therefore keep one counter per NCCL tag
+ * (ofi_seq_t): a send with tag t uses seq = sent[t]++, a receive slot with tag t expects
+ * seq = expected[t]++, and the libfabric tag is (receiver comm id, seq, t). The sender never needs
+ * to know how the receiver grouped its slots, and each posted fi_trecv has a unique tag, so the
+ * order in which libfabric matches them is irrelevant.
+ * Sizes travel only in the message: the receiver posts its maximum; a larger message completes
+ * with FI_ETRUNC, the receive fails, and the receiver tells the sender (TRUNC) so it fails too.
+ * -FI_EAGAIN: a send, or a receive whose first slot cannot be posted, returns request == NULL so
+ * the core retries the same call; a group that got part-way keeps its reserved sequence numbers
+ * and posts the rest from test().
+ * Peer loss: a request waiting longer than STRAND_OFI_PROBE_MS makes the comm send a small probe to
+ * the peer's endpoint; a probe the provider fails (connection refused/reset) or that is not taken
+ * within STRAND_OFI_PEER_TIMEOUT_S fails the comm, and test() reports it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+strand_result_t ofi_comm_alloc_reqs(ofi_comm_t *c, int count) {
+  return strand_pool_init(&c->reqs, c->kind == OFI_COMM_SEND ? "ofi-send-requests" : "ofi-recv-requests",
+                          sizeof(ofi_req_t), (uint32_t)count, 0);
+}
+
+static ofi_req_t *req_get(ofi_comm_t *c, ofi_req_kind_t kind, int n) {
+  ofi_req_t *r = strand_pool_get(&c->reqs);
+  if (!r) return NULL;
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  r->comm = c;
+  r->n = n;
+  r->result = STRAND_SUCCESS;
+  r->t_post_ms = ofi_now_ms();
+  for (int i = 0; i < n; i++) {
+    r->subs[i].op.kind = OFI_OP_DATA;
+    r->subs[i].req = r;
+    r->subs[i].slot = i;
+  }
+  return r;
+}
+
+static void req_put(ofi_req_t *r) {
+  r->kind = OFI_REQ_FREE;
+  strand_pool_put(&r->comm->reqs, r);
+}
+
+/* ---- per-tag sequence numbers ---- */
+
+static uint32_t *seq_slot(ofi_comm_t *c, int tag) {
+  for (int k = 0; k < c->nseqs; k++)
+    if (c->seqs[k].tag == tag) return &c->seqs[k].next;
+  if (c->nseqs == c->capseqs) {
+    int cap = c->capseqs ? 2 * c->capseqs : 8;
+    ofi_seq_t *s = realloc(c->seqs, (size_t)cap * sizeof *s);
+    if (!s) return NULL;
+    c->seqs = s;
+    c->capseqs = cap;
+  }
+  c->seqs[c->nseqs].tag = tag;
+  c->seqs[c->nseqs].next = 0;
+  return &c->seqs[c->nseqs++].next;
+}
+
+/* NCCL tags are ranks; ranks below 2^24 map to themselves. Larger or negative values are folded,
+ * which could only confuse two such tags used concurrently on one comm. */
+static uint64_t make_tag(uint32_t comm_id, uint32_t seq, int nccl_tag) {
+  uint32_t t = (uint32_t)nccl_tag;
+  t = (t ^ (t >> OFI_TAG_NCCL_BITS)) & OFI_NCCL_TAG_MASK;
+  return ((uint64_t)comm_id << OFI_TAG_COMM_SHIFT) | ((uint64_t)(seq & OFI_SEQ_MASK) << OFI_TAG_SEQ_SHIFT) |
+         t;
+}
+
+/* ---- argument checks shared by isend/irecv ---- */
+
+static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, size_t size,
+                                   void *mhandle, void **desc) {
+  ofi_dev_t *d = c->dev;
+  ofi_mr_t *mr = mhandle;
+  *desc = NULL;
+  if (size > d->max_msg_size) {
+    STRAND_WARN("%s of %zu bytes to %s exceeds the provider's max_msg_size %zu on %s", call, size,
+             c->peer_str, d->max_msg_size, d->name);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (!mr) {
+    if (size > 0 && (d->mr_mode & FI_MR_LOCAL)) {
+      STRAND_WARN("%s to %s without a memory handle, but %s needs registered buffers (FI_MR_LOCAL)",
+               call, c->peer_str, d->name);
+      return STRAND_INVALID_ARGUMENT;
+    }
+    return STRAND_SUCCESS;
+  }
+  if (mr->dev != d) {
+    STRAND_WARN("%s: memory handle was registered on %s, comm is on %s", call, mr->dev->name, d->name);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (size > 0 && ((uintptr_t)data < mr->base || (uintptr_t)data + size > mr->base + mr->len)) {
+    STRAND_WARN("%s: buffer %p+%zu lies outside its registration %p+%zu", call, data, size,
+             (void *)mr->base, mr->len);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *desc = mr->desc;
+  return STRAND_SUCCESS;
+}
+
+/* ---- liveness ---- */
+
+static void maybe_probe(ofi_comm_t *c, ofi_req_t *r) {
+  uint64_t now = ofi_now_ms();
+  if (c->failed != STRAND_SUCCESS || c->state != OFI_CONN_READY) return;
+  if (c->probe_sent_ms) {
+    if (now - c->probe_sent_ms > (uint64_t)ofi_params.peer_timeout_ms)
+      ofi_comm_fail(c, STRAND_REMOTE_ERROR,
+                    "the peer's endpoint has not taken a liveness probe for %ld s "
+                    "(STRAND_OFI_PEER_TIMEOUT_S): the peer host or network is gone",
+                    ofi_params.peer_timeout_ms / 1000);
+    return;
+  }
+  if (now - r->t_post_ms < (uint64_t)ofi_params.probe_ms ||
+      now - c->last_probe_ms < (uint64_t)ofi_params.probe_ms)
+    return;
+  ofi_dev_t *d = c->dev;
+  if (ofi_ctrl_send(d, c->peer, OFI_CTRL_PROBE, c->peer_id, c->id, c->nonce, 0, c->id, d->ep_name,
+                    d->ep_name_len) == 0) {
+    c->probe_sent_ms = now;
+    c->last_probe_ms = now;
+  }
+}
+
+/* ---- send ---- */
+
+strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+                          void *phandle, void **request) {
+  (void)phandle;
+  ofi_comm_t *c = sendComm;
+  if (!c || !request || c->kind != OFI_COMM_SEND) {
+    STRAND_WARN("isend: invalid argument (comm %p, request %p)", sendComm, (void *)request);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *request = NULL;
+  ofi_dev_t *d = c->dev;
+  pthread_mutex_lock(&d->lock);
+  strand_result_t res = c->failed;
+  if (res != STRAND_SUCCESS) {
+    STRAND_WARN("isend to %s on %s: the comm already failed: %s", c->peer_str, d->name, c->fail_msg);
+    goto out;
+  }
+  void *desc;
+  res = buffer_desc(c, "isend", data, size, mhandle, &desc);
+  if (res != STRAND_SUCCESS) goto out;
+  uint32_t *seq = seq_slot(c, tag);
+  ofi_req_t *r = seq ? req_get(c, OFI_REQ_SEND, 1) : NULL;
+  if (!r) goto out; /* all requests in flight: the core retries */
+  r->bufs[0] = data;
+  r->lens[0] = size;
+  r->descs[0] = desc;
+  r->tags[0] = make_tag(c->data_id, *seq, tag);
+  ssize_t rc = fi_tsend(d->ep, data, size, desc, c->peer, r->tags[0], &r->subs[0].op.fi_ctx);
+  if (rc == -FI_EAGAIN) {
+    ofi_progress(d);
+    rc = fi_tsend(d->ep, data, size, desc, c->peer, r->tags[0], &r->subs[0].op.fi_ctx);
+  }
+  if (rc == 0) {
+    (*seq)++;
+    r->posted = 1;
+    c->outstanding++;
+    *request = r;
+  } else {
+    req_put(r);
+    if (rc != -FI_EAGAIN) {
+      res = ofi_errno_result((int)-rc);
+      STRAND_WARN("fi_tsend of %zu bytes to %s on %s failed: %s", size, c->peer_str, d->name,
+               fi_strerror((int)-rc));
+    }
+  }
+out:
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+/* ---- receive ---- */
+
+/* Post slots [r->posted, r->n). Returns 0, -FI_EAGAIN, or another negative libfabric error. */
+static int post_recv_slots(ofi_req_t *r) {
+  ofi_comm_t *c = r->comm;
+  ofi_dev_t *d = c->dev;
+  while (r->posted < r->n) {
+    int i = r->posted;
+    ssize_t rc = fi_trecv(d->ep, r->bufs[i], r->lens[i], r->descs[i], FI_ADDR_UNSPEC, r->tags[i], 0,
+                          &r->subs[i].op.fi_ctx);
+    if (rc == -FI_EAGAIN) {
+      ofi_progress(d);
+      rc = fi_trecv(d->ep, r->bufs[i], r->lens[i], r->descs[i], FI_ADDR_UNSPEC, r->tags[i], 0,
+                    &r->subs[i].op.fi_ctx);
+    }
+    if (rc != 0) return (int)rc;
+    r->posted++;
+    c->outstanding++;
+  }
+  return 0;
+}
+
+strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+                          void **mhandles, void **phandles, void **request) {
+  (void)phandles;
+  ofi_comm_t *c = recvComm;
+  if (!c || !request || c->kind != OFI_COMM_RECV || n < 1 || n > OFI_MAX_RECVS || !data ||
+      !sizes || !tags) {
+    STRAND_WARN("irecv: invalid argument (comm %p, n %d (max %d), request %p)", recvComm, n,
+             OFI_MAX_RECVS, (void *)request);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  /* The core may have stored NCCL_NET_OPTIONAL_RECV_COMPLETION here; we always overwrite it. */
+  *request = NULL;
+  ofi_dev_t *d = c->dev;
+  pthread_mutex_lock(&d->lock);
+  strand_result_t res = c->failed;
+  if (res != STRAND_SUCCESS) {
+    STRAND_WARN("irecv from %s on %s: the comm already failed: %s", c->peer_str, d->name,
+             c->fail_msg);
+    goto out;
+  }
+  void *descs[OFI_MAX_RECVS];
+  for (int i = 0; i < n; i++) {
+    res = buffer_desc(c, "irecv", data[i], sizes[i], mhandles ? mhandles[i] : NULL, &descs[i]);
+    if (res != STRAND_SUCCESS) goto out;
+  }
+  ofi_req_t *r = req_get(c, OFI_REQ_RECV, n);
+  if (!r) goto out;
+  /* Reserve every slot's sequence number now, so a later irecv can never take one of them. */
+  for (int i = 0; i < n; i++) {
+    uint32_t *seq = seq_slot(c, tags[i]);
+    if (!seq) {
+      for (int k = i - 1; k >= 0; k--) (*seq_slot(c, tags[k]))--;
+      req_put(r);
+      res = STRAND_SYSTEM_ERROR;
+      goto out;
+    }
+    r->bufs[i] = data[i];
+    r->lens[i] = sizes[i];
+    r->descs[i] = descs[i];
+    r->tags[i] = make_tag(c->data_id, (*seq)++, tags[i]);
+  }
+  int rc = post_recv_slots(r);
+  if (rc != 0 && r->posted == 0) {
+    for (int k = n - 1; k >= 0; k--) (*seq_slot(c, tags[k]))--;
+    req_put(r);
+    if (rc != -FI_EAGAIN) {
+      res = ofi_errno_result(rc);
+      STRAND_WARN("fi_trecv on %s failed: %s", d->name, fi_strerror(-rc));
+    }
+    goto out;
+  }
+  if (rc != 0 && rc != -FI_EAGAIN) {
+    r->result = ofi_errno_result(rc);
+    STRAND_WARN("fi_trecv on %s failed for slot %d of %d: %s", d->name, r->posted, n,
+             fi_strerror(-rc));
+    r->n = r->posted; /* what was posted still completes; test() reports the error */
+  }
+  *request = r;
+out:
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}
+
+strand_result_t ofi_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+                           void **request) {
+  (void)n, (void)data, (void)sizes, (void)mhandles;
+  if (!recvComm || !request) return STRAND_INVALID_ARGUMENT;
+  /* Data reaches memory through the provider (a CPU copy for tcp/sockets, a cudaMemcpy for their
+   * FI_HMEM path) before the receive completes, so there is nothing to flush: NULL = done. */
+  *request = NULL;
+  return STRAND_SUCCESS;
+}
+
+/* ---- completion ---- */
+
+void ofi_xfer_complete(ofi_dev_t *d, ofi_sub_t *sub, size_t len, int err, size_t olen,
+                       const char *errstr) {
+  ofi_req_t *r = sub->req;
+  ofi_comm_t *c = r->comm;
+  int i = sub->slot;
+  sub->done = true;
+  r->completed++;
+  c->outstanding--;
+  if (err == 0) {
+    r->sizes[i] = (int)len;
+  } else if (err == FI_ECANCELED && c->closed) {
+    /* receive cancelled by close */
+  } else if (err == FI_ETRUNC && r->kind == OFI_REQ_RECV) {
+    if (r->result == STRAND_SUCCESS) r->result = STRAND_INVALID_USAGE;
+    if (!c->closed) {
+      char over[48] = "";
+      if (olen) snprintf(over, sizeof over, " by %zu byte(s)", olen);
+      STRAND_WARN("message from %s on %s is larger than the posted receive of %zu bytes%s (slot %d "
+                  "of %d): %s. Sender and receiver disagree on sizes; the receive failed",
+                  c->peer_str, d->name, r->lens[i], over, i, r->n, errstr ? errstr : "FI_ETRUNC");
+      ofi_ctrl_send(d, c->peer, OFI_CTRL_TRUNC, c->peer_id, c->id, c->nonce, olen, 0, NULL, 0);
+    }
+  } else {
+    strand_result_t res = ofi_errno_result(err);
+    if (r->result == STRAND_SUCCESS) r->result = res;
+    ofi_comm_fail(c, res, "%s of %zu bytes failed: %s", r->kind == OFI_REQ_SEND ? "send" : "receive",
+                  r->lens[i], errstr ? errstr : fi_strerror(err));
+    if (ofi_errno_is_connection_loss(err)) ofi_peer_broken(d, c->peer, errstr ? errstr : fi_strerror(err));
+  }
+  if (r->abandoned && r->completed >= r->posted) req_put(r);
+  ofi_comm_maybe_reap(c);
+}
+
+void ofi_xfer_cancel_all(ofi_comm_t *c) {
+  if (c->kind != OFI_COMM_RECV) return;
+  uint32_t cursor = 0;
+  ofi_req_t *r;
+  while ((r = strand_pool_next_used(&c->reqs, &cursor)) != NULL) {
+    if (r->kind != OFI_REQ_RECV) continue;
+    for (int i = 0; i < r->posted; i++)
+      if (!r->subs[i].done) fi_cancel(&c->dev->ep->fid, &r->subs[i].op.fi_ctx);
+  }
+}
+
+strand_result_t ofi_test(void *request, int *done, int *sizes) {
+  ofi_req_t *r = request;
+  if (!r || !done || r->kind == OFI_REQ_FREE) {
+    STRAND_WARN("test: invalid request %p", request);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  *done = 0;
+  ofi_comm_t *c = r->comm;
+  ofi_dev_t *d = c->dev;
+  pthread_mutex_lock(&d->lock);
+  strand_result_t res = STRAND_SUCCESS;
+  if (r->posted < r->n && r->result == STRAND_SUCCESS) {
+    int rc = post_recv_slots(r);
+    if (rc != 0 && rc != -FI_EAGAIN) {
+      r->result = ofi_errno_result(rc);
+      STRAND_WARN("fi_trecv on %s failed for slot %d of %d: %s", d->name, r->posted, r->n,
+               fi_strerror(-rc));
+      r->n = r->posted;
+    }
+  }
+  if (r->completed < r->n) ofi_progress(d);
+  if (r->completed < r->n && r->result == STRAND_SUCCESS) {
+    if (c->failed != STRAND_SUCCESS) {
+      r->result = c->failed;
+    } else {
+      maybe_probe(c, r);
+      if (c->failed != STRAND_SUCCESS) r->result = c->failed;
+    }
+  }
+  if (r->result != STRAND_SUCCESS) {
+    res = r->result;
+    STRAND_WARN("%s request %s peer %s on %s failed: %s", r->kind == OFI_REQ_SEND ? "send" : "receive",
+             r->kind == OFI_REQ_SEND ? "to" : "from", c->peer_str, d->name,
+             c->fail_msg[0] ? c->fail_msg : "see the previous warning");
+    r->abandoned = true;
+    if (r->completed >= r->posted) req_put(r);
+  } else if (r->completed >= r->n) {
+    *done = 1;
+    if (sizes) {
+      if (r->kind == OFI_REQ_SEND)
+        sizes[0] = (int)r->lens[0];
+      else
+        for (int i = 0; i < r->n; i++) sizes[i] = r->sizes[i];
+    }
+    req_put(r);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return res;
+}

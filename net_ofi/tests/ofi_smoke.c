@@ -1,0 +1,548 @@
+/* Standalone smoke test of libnccl-net-strand-ofi.so: dlopens the plugin the way NCCL does
+ * (ncclNetPlugin_v12) and drives it directly. Covers what the conformance suite also covers, so
+ * the plugin is tested even where strand-conform is not built:
+ *   connect/accept without blocking, transfers of many sizes (byte-exact), ordering with requests
+ *   in flight, grouped receives matched by tag whatever the send order, per-slot sizes, a send
+ *   larger than the posted receive (error, not a short copy), connect messages naming a wrong
+ *   listen id or a closed listener (rejected, other connections unharmed), close with requests in
+ *   flight, and a peer process that dies (test() errors within a bound).
+ * Usage: ofi_smoke PLUGIN.so   (FI_PROVIDER selects the provider). Exit 0 = all passed. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strand/abi/abi.h"
+
+static strand_net_v12_t *net;
+static void *ctx;
+static int failures;
+static const double BOUND_S = 20.0; /* every wait in this test */
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+  void *l, *s, *r;
+} pair_t;
+
+static int connect_pair(int dev, pair_t *p) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  memset(p, 0, sizeof *p);
+  CHECK(net->listen(ctx, dev, handle, &p->l) == STRAND_SUCCESS && p->l, "listen");
+  double t0 = now_s();
+  while (!p->s || !p->r) {
+    double c0 = now_s();
+    if (!p->s) CHECK(net->connect(ctx, dev, handle, &p->s, NULL) == STRAND_SUCCESS, "connect");
+    if (!p->r) CHECK(net->accept(p->l, &p->r, NULL) == STRAND_SUCCESS, "accept");
+    CHECK(now_s() - c0 < 1.0, "connect/accept call blocked for %.2f s", now_s() - c0);
+    CHECK(now_s() - t0 < BOUND_S, "connection not established within %.0f s", BOUND_S);
+  }
+  CHECK(net->closeListen(p->l) == STRAND_SUCCESS, "closeListen");
+  p->l = NULL;
+  return 0;
+}
+
+static void close_pair(pair_t *p) {
+  if (p->s) net->closeSend(p->s);
+  if (p->r) net->closeRecv(p->r);
+  if (p->l) net->closeListen(p->l);
+}
+
+/* Wait for one request; returns the test() result, -2 on timeout. */
+static int wait_req(void *req, int *sizes) {
+  double t0 = now_s();
+  for (;;) {
+    int done = 0;
+    strand_result_t r = net->test(req, &done, sizes);
+    if (r != STRAND_SUCCESS) return (int)r;
+    if (done) return 0;
+    if (now_s() - t0 > BOUND_S) return -2;
+  }
+}
+
+static void fill(unsigned char *b, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
+}
+
+static int transfer(pair_t *p, size_t size, unsigned seed) {
+  unsigned char *sb = malloc(size + 1), *rb = malloc(size + 64);
+  void *smh, *rmh;
+  fill(sb, size, seed);
+  memset(rb, 0xEE, size + 64);
+  CHECK(net->regMr(p->s, sb, size + 1, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr send");
+  CHECK(net->regMr(p->r, rb, size + 64, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr recv");
+  void *rreq = NULL, *sreq = NULL;
+  void *bufs[1] = {rb};
+  size_t sizes[1] = {size + 64};
+  int tags[1] = {7};
+  double t0 = now_s();
+  while (!rreq) {
+    CHECK(net->irecv(p->r, 1, bufs, sizes, tags, &rmh, NULL, &rreq) == STRAND_SUCCESS, "irecv");
+    CHECK(now_s() - t0 < BOUND_S, "irecv stays NULL");
+  }
+  while (!sreq) {
+    CHECK(net->isend(p->s, sb, size, 7, smh, NULL, &sreq) == STRAND_SUCCESS, "isend");
+    CHECK(now_s() - t0 < BOUND_S, "isend stays NULL");
+  }
+  int got[8] = {0}, sent[8] = {0};
+  int dr = 0, ds = 0;
+  while (!dr || !ds) {
+    if (!ds) CHECK(net->test(sreq, &ds, sent) == STRAND_SUCCESS, "send test (size %zu)", size);
+    if (!dr) CHECK(net->test(rreq, &dr, got) == STRAND_SUCCESS, "recv test (size %zu)", size);
+    CHECK(now_s() - t0 < BOUND_S, "transfer of %zu bytes not done", size);
+  }
+  CHECK((size_t)got[0] == size, "received size %d, sent %zu", got[0], size);
+  CHECK(memcmp(sb, rb, size) == 0, "data mismatch at size %zu", size);
+  CHECK(rb[size] == 0xEE, "byte past the message written");
+  net->deregMr(p->s, smh);
+  net->deregMr(p->r, rmh);
+  free(sb);
+  free(rb);
+  return 0;
+}
+
+static int test_sizes(void) {
+  pair_t p;
+  if (connect_pair(0, &p)) return -1;
+  size_t sizes[] = {0, 1, 63, 64, 65, 4095, 4097, 65536, 1 << 20, (8 << 20) + 3};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    if (transfer(&p, sizes[k], (unsigned)k)) return -1;
+  close_pair(&p);
+  printf("ok sizes\n");
+  return 0;
+}
+
+static int test_ordering(void) {
+  pair_t p;
+  if (connect_pair(0, &p)) return -1;
+  enum { N = 200, DEPTH = 8, SZ = 20000 };
+  unsigned char *sb = malloc((size_t)DEPTH * SZ), *rb = malloc((size_t)DEPTH * SZ);
+  void *smh, *rmh;
+  CHECK(net->regMr(p.s, sb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  CHECK(net->regMr(p.r, rb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  void *sreq[DEPTH] = {0}, *rreq[DEPTH] = {0};
+  int sent = 0, recvd = 0, posted_r = 0, done_s = 0;
+  double t0 = now_s();
+  while (recvd < N || done_s < N) {
+    if (posted_r < N && posted_r - recvd < DEPTH) {
+      int slot = posted_r % DEPTH;
+      void *b[1] = {rb + (size_t)slot * SZ};
+      size_t s[1] = {SZ};
+      int t[1] = {0};
+      CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq[slot]) == 0, "irecv");
+      if (rreq[slot]) posted_r++;
+    }
+    if (sent < N && sent - done_s < DEPTH) {
+      int slot = sent % DEPTH;
+      memset(sb + (size_t)slot * SZ, sent & 0xff, SZ);
+      size_t len = (size_t)(SZ - (sent % 17));
+      CHECK(net->isend(p.s, sb + (size_t)slot * SZ, len, 0, smh, NULL, &sreq[slot]) == 0, "isend");
+      if (sreq[slot]) sent++;
+    }
+    if (done_s < sent) {
+      int d = 0;
+      CHECK(net->test(sreq[done_s % DEPTH], &d, NULL) == 0, "send test");
+      if (d) done_s++;
+    }
+    if (recvd < posted_r) {
+      int d = 0, sz[1];
+      int slot = recvd % DEPTH;
+      CHECK(net->test(rreq[slot], &d, sz) == 0, "recv test");
+      if (d) {
+        CHECK(sz[0] == SZ - (recvd % 17), "message %d size %d", recvd, sz[0]);
+        CHECK(rb[(size_t)slot * SZ] == (recvd & 0xff) && rb[(size_t)slot * SZ + sz[0] - 1] == (recvd & 0xff),
+              "message %d out of order", recvd);
+        recvd++;
+      }
+    }
+    CHECK(now_s() - t0 < BOUND_S, "ordering run stuck at %d/%d", recvd, N);
+  }
+  net->deregMr(p.s, smh);
+  net->deregMr(p.r, rmh);
+  free(sb);
+  free(rb);
+  close_pair(&p);
+  printf("ok ordering\n");
+  return 0;
+}
+
+/* Grouped receive: n slots with tags {n-1, ..., 0}; the sends go out in another order with
+ * distinct sizes; each must land in the slot carrying its tag. Two rounds check the per-tag
+ * sequence numbers. */
+static int test_grouped(void) {
+  pair_t p;
+  if (connect_pair(0, &p)) return -1;
+  enum { N = 8, SZ = 5000 };
+  unsigned char *sb = malloc(N * SZ), *rb = malloc(N * SZ);
+  void *smh, *rmh;
+  CHECK(net->regMr(p.s, sb, N * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  CHECK(net->regMr(p.r, rb, N * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  for (int round = 0; round < 3; round++) {
+    void *bufs[N], *mh[N];
+    size_t sizes[N];
+    int tags[N];
+    for (int i = 0; i < N; i++) {
+      bufs[i] = rb + i * SZ;
+      sizes[i] = SZ;
+      tags[i] = N - 1 - i;
+      mh[i] = rmh;
+    }
+    memset(rb, 0, N * SZ);
+    void *rreq = NULL;
+    double t0 = now_s();
+    while (!rreq) {
+      CHECK(net->irecv(p.r, N, bufs, sizes, tags, mh, NULL, &rreq) == 0, "grouped irecv");
+      CHECK(now_s() - t0 < BOUND_S, "grouped irecv NULL");
+    }
+    void *sreq[N];
+    int order[N] = {3, 0, 7, 5, 1, 6, 2, 4};
+    for (int k = 0; k < N; k++) {
+      int tag = order[k];
+      size_t len = (size_t)(tag == 2 ? 0 : 100 * (tag + 1) + round);
+      memset(sb + tag * SZ, 0x40 + tag + round, len ? len : 1);
+      sreq[k] = NULL;
+      while (!sreq[k]) {
+        CHECK(net->isend(p.s, sb + tag * SZ, len, tag, smh, NULL, &sreq[k]) == 0, "isend");
+        CHECK(now_s() - t0 < BOUND_S, "isend NULL");
+      }
+    }
+    int got[64] = {0}, d = 0, nd = 0;
+    while (!d || nd < N) {
+      if (!d) CHECK(net->test(rreq, &d, got) == 0, "grouped test");
+      nd = 0;
+      for (int k = 0; k < N; k++) {
+        if (!sreq[k]) {
+          nd++;
+          continue;
+        }
+        int sd = 0;
+        CHECK(net->test(sreq[k], &sd, NULL) == 0, "send test");
+        if (sd) sreq[k] = NULL, nd++;
+      }
+      CHECK(now_s() - t0 < BOUND_S, "grouped receive not complete");
+    }
+    for (int i = 0; i < N; i++) {
+      int tag = tags[i];
+      int want = tag == 2 ? 0 : 100 * (tag + 1) + round;
+      CHECK(got[i] == want, "round %d slot %d (tag %d) size %d, want %d", round, i, tag, got[i], want);
+      if (want) CHECK(rb[i * SZ] == 0x40 + tag + round && rb[i * SZ + want - 1] == 0x40 + tag + round,
+                      "round %d slot %d got another tag's data", round, i);
+    }
+  }
+  net->deregMr(p.s, smh);
+  net->deregMr(p.r, rmh);
+  free(sb);
+  free(rb);
+  close_pair(&p);
+  printf("ok grouped\n");
+  return 0;
+}
+
+/* A send larger than the posted receive must be an error on the receiver, never a short copy;
+ * the sender hears about it too (TRUNC). Then another connection still works. */
+static int test_truncation(void) {
+  pair_t p;
+  if (connect_pair(0, &p)) return -1;
+  for (int large = 0; large < 2; large++) {
+    size_t rsz = large ? 100000 : 100, ssz = large ? 300000 : 200;
+    unsigned char *sb = calloc(1, ssz), *rb = calloc(1, rsz + 16);
+    void *smh, *rmh;
+    if (large) {
+      /* a fresh pair: the first round failed the comms */
+      close_pair(&p);
+      if (connect_pair(0, &p)) return -1;
+    }
+    CHECK(net->regMr(p.s, sb, ssz, STRAND_PTR_HOST, &smh) == 0, "regMr");
+    CHECK(net->regMr(p.r, rb, rsz + 16, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+    memset(rb, 0x5A, rsz + 16);
+    void *rreq = NULL, *sreq = NULL;
+    void *b[1] = {rb};
+    size_t s[1] = {rsz};
+    int t[1] = {1};
+    while (!rreq) CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq) == 0, "irecv");
+    while (!sreq) CHECK(net->isend(p.s, sb, ssz, 1, smh, NULL, &sreq) == 0, "isend");
+    int rres = wait_req(rreq, NULL);
+    CHECK(rres > 0, "receive of a %zu-byte message into %zu bytes returned %d (want an error)", ssz,
+          rsz, rres);
+    CHECK(rb[rsz] == 0x5A, "bytes past the posted receive were written");
+    double t0 = now_s();
+    int sres = 0, sd = 0;
+    while (!sres && now_s() - t0 < 5.0 && !sd) sres = net->test(sreq, &sd, NULL);
+    printf("  truncation %s: receiver error %d, sender %s\n", large ? "large" : "small", rres,
+           sres ? "error" : "done (eager)");
+    /* after the TRUNC notice, the sender's comm is failed: a new isend must error */
+    if (!sres) {
+      t0 = now_s();
+      int r2 = 0;
+      while (now_s() - t0 < 5.0) {
+        void *q = NULL;
+        r2 = net->isend(p.s, sb, 1, 1, smh, NULL, &q);
+        if (r2) break;
+        if (q) wait_req(q, NULL);
+      }
+      CHECK(r2 != 0, "sender never learnt of the truncation");
+    }
+    net->deregMr(p.s, smh);
+    net->deregMr(p.r, rmh);
+    free(sb);
+    free(rb);
+  }
+  close_pair(&p);
+  pair_t q;
+  if (connect_pair(0, &q)) return -1;
+  if (transfer(&q, 1000, 3)) return -1;
+  close_pair(&q);
+  printf("ok truncation\n");
+  return 0;
+}
+
+/* Connect messages for a wrong listen id, a wrong nonce, a closed listener, or a handle that is
+ * not ours: an error within the bound, and a healthy connection keeps working meanwhile. */
+static int test_bad_connects(void) {
+  pair_t good;
+  if (connect_pair(0, &good)) return -1;
+  char handle[STRAND_NET_HANDLE_MAXSIZE], bad[STRAND_NET_HANDLE_MAXSIZE];
+  void *l = NULL;
+  CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
+  for (int variant = 0; variant < 4; variant++) {
+    memcpy(bad, handle, sizeof bad);
+    if (variant == 0) bad[4] ^= 0x5;        /* listen id */
+    else if (variant == 1) bad[8] ^= 0x1;   /* nonce */
+    else if (variant == 2) memset(bad, 0xA5, sizeof bad); /* garbage */
+    else {
+      CHECK(net->closeListen(l) == 0, "closeListen");
+      l = NULL;
+    }
+    void *s = NULL;
+    double t0 = now_s();
+    int r = 0;
+    while (!s && !r && now_s() - t0 < BOUND_S) {
+      r = net->connect(ctx, 0, bad, &s, NULL);
+      if (l) {
+        void *rc = NULL;
+        net->accept(l, &rc, NULL);
+        CHECK(rc == NULL, "variant %d: accept returned a comm for a bad connect", variant);
+      }
+    }
+    CHECK(r != 0 && !s, "variant %d: bad connect gave result %d comm %p after %.1f s", variant, r,
+          s, now_s() - t0);
+    if (transfer(&good, 3000, (unsigned)variant)) return -1;
+  }
+  close_pair(&good);
+  printf("ok bad-connects\n");
+  return 0;
+}
+
+static int test_close_inflight(void) {
+  pair_t p;
+  if (connect_pair(0, &p)) return -1;
+  static unsigned char rb[8][4096], sb[2][1 << 20];
+  void *rmh, *smh;
+  CHECK(net->regMr(p.r, rb, sizeof rb, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  CHECK(net->regMr(p.s, sb, sizeof sb, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  for (int k = 0; k < 8; k++) {
+    void *b[1] = {rb[k]}, *req = NULL;
+    size_t s[1] = {4096};
+    int t[1] = {2};
+    CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &req) == 0, "irecv");
+  }
+  void *q = NULL;
+  net->isend(p.s, sb[0], sizeof sb[0], 9, smh, NULL, &q); /* tag nobody receives */
+  double t0 = now_s();
+  net->deregMr(p.r, rmh);
+  net->deregMr(p.s, smh);
+  close_pair(&p);
+  CHECK(now_s() - t0 < 5.0, "close with requests in flight took %.1f s", now_s() - t0);
+  pair_t p2;
+  if (connect_pair(0, &p2)) return -1;
+  if (transfer(&p2, 4096, 1)) return -1;
+  close_pair(&p2);
+  printf("ok close-inflight\n");
+  return 0;
+}
+
+static int load(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+    return -1;
+  }
+  net = dlsym(h, "ncclNetPlugin_v12");
+  if (!net) {
+    fprintf(stderr, "no ncclNetPlugin_v12 in %s\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+static int init_plugin(void) {
+  CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == STRAND_SUCCESS, "init");
+  int n = 0;
+  CHECK(net->devices(&n) == 0 && n >= 1, "devices");
+  strand_props_v12_t pr;
+  CHECK(net->getProperties(0, &pr) == 0, "getProperties");
+  CHECK(pr.maxRecvs == 8 && (pr.ptrSupport & STRAND_PTR_HOST) && pr.speed > 0, "properties");
+  CHECK(strcmp(net->name, "strand-ofi") == 0, "name %s", net->name);
+  printf("device 0: %s speed %d pciPath %s\n", pr.name, pr.speed, pr.pciPath ? pr.pciPath : "-");
+  return 0;
+}
+
+/* Peer death: a child process (this program re-executed in a child role) connects as sender or
+ * as receiver, moves one message and is SIGKILLed; the parent's next request must fail within the
+ * bound. fds: the child reads the parent's handle from `in_fd` and writes its own handle / "ok" to
+ * `out_fd`. */
+static int child_main(const char *role, const char *path, int in_fd, int out_fd) {
+  if (load(path)) return 2;
+  void *cctx = NULL;
+  if (net->init(&cctx, 1, NULL, NULL, NULL)) return 3;
+  ctx = cctx;
+  static unsigned char buf[1 << 20];
+  void *mh = NULL;
+  double t0 = now_s();
+  if (strcmp(role, "sender") == 0) {
+    char handle[STRAND_NET_HANDLE_MAXSIZE];
+    if (read(in_fd, handle, sizeof handle) != (ssize_t)sizeof handle) return 4;
+    void *s = NULL;
+    while (!s && now_s() - t0 < BOUND_S)
+      if (net->connect(ctx, 0, handle, &s, NULL)) return 5;
+    if (!s || net->regMr(s, buf, sizeof buf, STRAND_PTR_HOST, &mh)) return 6;
+    void *q = NULL;
+    while (!q) net->isend(s, buf, 10, 0, mh, NULL, &q);
+    if (wait_req(q, NULL)) return 7;
+  } else {
+    char h2[STRAND_NET_HANDLE_MAXSIZE];
+    void *l2 = NULL, *r = NULL;
+    if (net->listen(ctx, 0, h2, &l2)) return 8;
+    if (write(out_fd, h2, sizeof h2) != (ssize_t)sizeof h2) return 9;
+    while (!r && now_s() - t0 < BOUND_S) net->accept(l2, &r, NULL);
+    if (!r || net->regMr(r, buf, sizeof buf, STRAND_PTR_HOST, &mh)) return 10;
+    void *b[1] = {buf}, *q = NULL;
+    size_t sz[1] = {sizeof buf};
+    int t[1] = {0};
+    while (!q) net->irecv(r, 1, b, sz, t, &mh, NULL, &q);
+    if (wait_req(q, NULL)) return 11;
+  }
+  char ok = 1;
+  if (write(out_fd, &ok, 1) != 1) return 12;
+  for (;;) pause();
+}
+
+static int test_peer_death(const char *self, const char *path, int child_is_sender) {
+  int to_child[2], from_child[2];
+  CHECK(pipe(to_child) == 0 && pipe(from_child) == 0, "pipe");
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char in[16], out[16];
+    snprintf(in, sizeof in, "%d", to_child[0]);
+    snprintf(out, sizeof out, "%d", from_child[1]);
+    close(to_child[1]);
+    close(from_child[0]);
+    execl(self, self, "--child", child_is_sender ? "sender" : "receiver", path, in, out,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  static unsigned char buf[1 << 20];
+  void *mh = NULL, *comm = NULL, *l = NULL, *q = NULL;
+  double t0 = now_s();
+  int rc;
+  char ok;
+  if (child_is_sender) {
+    char handle[STRAND_NET_HANDLE_MAXSIZE];
+    CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
+    CHECK(write(to_child[1], handle, sizeof handle) == (ssize_t)sizeof handle, "handle to child");
+    while (!comm && now_s() - t0 < BOUND_S) net->accept(l, &comm, NULL);
+    CHECK(comm, "accept from child");
+    CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
+    void *b[1] = {buf};
+    size_t sz[1] = {sizeof buf};
+    int t[1] = {0};
+    while (!q) net->irecv(comm, 1, b, sz, t, &mh, NULL, &q);
+    CHECK(wait_req(q, NULL) == 0, "first message from child");
+    CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    q = NULL;
+    while (!q) CHECK(net->irecv(comm, 1, b, sz, t, &mh, NULL, &q) == 0, "irecv");
+    t0 = now_s();
+    rc = wait_req(q, NULL);
+    CHECK(rc > 0, "receive from a dead sender: test gave %d after %.1f s (want an error)", rc,
+          now_s() - t0);
+    printf("  dead sender detected after %.2f s (result %d)\n", now_s() - t0, rc);
+    net->deregMr(comm, mh);
+    net->closeRecv(comm);
+    net->closeListen(l);
+  } else {
+    char h2[STRAND_NET_HANDLE_MAXSIZE];
+    CHECK(read(from_child[0], h2, sizeof h2) == (ssize_t)sizeof h2, "child handle");
+    while (!comm && now_s() - t0 < BOUND_S)
+      CHECK(net->connect(ctx, 0, h2, &comm, NULL) == 0, "connect");
+    CHECK(comm, "connect to child");
+    CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
+    while (!q) net->isend(comm, buf, 100, 0, mh, NULL, &q);
+    CHECK(wait_req(q, NULL) == 0, "first send to child");
+    CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    t0 = now_s();
+    rc = 0;
+    while (rc == 0 && now_s() - t0 < BOUND_S) {
+      q = NULL;
+      rc = net->isend(comm, buf, sizeof buf, 0, mh, NULL, &q);
+      if (!rc && q) rc = wait_req(q, NULL);
+    }
+    CHECK(rc > 0, "sending to a dead receiver never failed (%.1f s)", now_s() - t0);
+    printf("  dead receiver detected after %.2f s (result %d)\n", now_s() - t0, rc);
+    net->deregMr(comm, mh);
+    net->closeSend(comm);
+  }
+  close(to_child[1]);
+  close(from_child[0]);
+  printf("ok peer-death (%s)\n", child_is_sender ? "sender died" : "receiver died");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 6 && strcmp(argv[1], "--child") == 0)
+    return child_main(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s libnccl-net-strand-ofi.so\n", argv[0]);
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (load(argv[1]) || init_plugin()) return 1;
+  test_sizes();
+  test_ordering();
+  test_grouped();
+  test_truncation();
+  test_bad_connects();
+  test_close_inflight();
+  test_peer_death("/proc/self/exe", argv[1], 1);
+  test_peer_death("/proc/self/exe", argv[1], 0);
+  CHECK(net->finalize(ctx) == 0, "finalize");
+  printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,128 @@
+/* strand-socket — configuration knobs and the defaults derived from link speed and core count.
+ *
+ * Every knob is in the SDK parameter registry, so NCCL_DEBUG=INFO prints the effective value and
+ * where it came from, and a misspelt STRAND_SOCKET_* variable gets a WARN naming the closest one.
+ * NCCL's own Socket variables are honoured where the meaning carries over (NCCL_SOCKET_NTHREADS,
+ * NCCL_NSOCKS_PERTHREAD, NCCL_SOCKET_INLINE, NCCL_SOCKET_MIN_TASKSIZE, NCCL_SOCKET_SNDBUF/RCVBUF).
+ * The measurements behind the automatic choices are in docs/benchmarks/socket.md. */
+#include <stdio.h>
+
+#include "socket_internal.h"
+#include "strand/log.h"
+#include "strand/params.h"
+
+#define SK_AUTO (-2)
+
+static const strand_param_def_t sk_params[] = {
+    STRAND_PARAM_INT("STRAND_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", SK_AUTO, SK_AUTO, 64,
+                     "worker threads moving data streams, per process (-2 = auto from cores and "
+                     "link speed; 0 = the proxy thread moves the data itself)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_NSTREAMS", NULL, SK_AUTO, SK_AUTO, SK_MAX_STREAMS,
+                     "TCP data streams per connection (-2 = auto; NCCL_NSOCKS_PERTHREAD x "
+                     "threads when that is set)"),
+    STRAND_PARAM_INT("NCCL_NSOCKS_PERTHREAD", NULL, SK_AUTO, SK_AUTO, SK_MAX_STREAMS,
+                     "NCCL's sockets per thread: data streams = threads x this (-2 = unset)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_INLINE", "NCCL_SOCKET_INLINE", 16384, 0, 1 << 20,
+                     "messages up to this many bytes ride inline on the control stream"),
+    STRAND_PARAM_INT("STRAND_SOCKET_MIN_CHUNK", "NCCL_SOCKET_MIN_TASKSIZE", 131072, 4096,
+                     SK_MAX_CHUNK, "smallest chunk a large message is cut into"),
+    STRAND_PARAM_INT("STRAND_SOCKET_ZCOPY_THRESHOLD", NULL, 0, 0, 1LL << 30,
+                     "chunks of at least this many bytes are sent with MSG_ZEROCOPY (0 = off)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_SNDBUF", "NCCL_SOCKET_SNDBUF", -1, -1, 1LL << 30,
+                     "SO_SNDBUF of every stream in bytes (-1 = OS autotuning)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_RCVBUF", "NCCL_SOCKET_RCVBUF", -1, -1, 1LL << 30,
+                     "SO_RCVBUF of every stream in bytes (-1 = OS autotuning)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_TIMEOUT_MS", NULL, 30000, 1000, 3600000,
+                     "a silent peer (no FIN/RST) is declared dead after this long "
+                     "(TCP_USER_TIMEOUT, keepalive)"),
+    STRAND_PARAM_BOOL("STRAND_SOCKET_NUMA_PIN", NULL, true,
+                      "pin worker threads to the NIC's NUMA node when sysfs names one"),
+};
+
+static strand_result_t get_int(const char *name, int64_t *v, bool *from_env) {
+  strand_result_t rc = strand_param_get_int(name, v);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (from_env) {
+    strand_param_source_t src = STRAND_PARAM_SOURCE_DEFAULT;
+    const char *env = NULL;
+    rc = strand_param_get_source(name, &src, &env);
+    if (rc != STRAND_SUCCESS) return rc;
+    *from_env = src != STRAND_PARAM_SOURCE_DEFAULT && *v != SK_AUTO;
+  }
+  return STRAND_SUCCESS;
+}
+
+/* Automatic worker count. Below 5 cores the proxy thread (which NCCL keeps spinning in test())
+ * moves the bytes itself: extra threads would only compete with it for the same cores. Above that,
+ * roughly one worker per 4 cores, limited by what the link can use (a worker moves several GB/s). */
+static int auto_threads(int speed_mbps, bool speed_known, int ncpus) {
+  if (ncpus <= 4) return 0;
+  int t = ncpus / 4;
+  if (t < 2) t = 2;
+  if (t > 16) t = 16;
+  if (speed_known && speed_mbps <= 25000 && t > 2) t = 2;
+  else if (speed_known && speed_mbps <= 100000 && t > 4) t = 4;
+  return t;
+}
+
+static int auto_streams(int nthreads, int speed_mbps, bool speed_known) {
+  if (nthreads == 0) return 2;
+  int s = 2 * nthreads;
+  if (speed_known && speed_mbps <= 25000 && s > 4) s = 4;
+  if (s < 4) s = 4;
+  if (s > 16) s = 16;
+  return s;
+}
+
+strand_result_t sk_config_load(sk_config_t *cfg, int speed_mbps, int ncpus) {
+  strand_result_t rc = strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
+  if (rc != STRAND_SUCCESS) return rc;
+  strand_params_check_unknown("STRAND_SOCKET_");
+  rc = strand_params_validate();
+  if (rc != STRAND_SUCCESS) return rc;
+
+  /* speed_mbps < 0 means "unknown" (virtual or loopback interface): size for a fast link. */
+  const bool speed_known = speed_mbps > 0;
+  int64_t v;
+  bool env_threads = false, env_streams = false, env_nsocks = false;
+  if ((rc = get_int("STRAND_SOCKET_NTHREADS", &v, &env_threads)) != STRAND_SUCCESS) return rc;
+  cfg->nthreads = env_threads ? (int)v : auto_threads(speed_mbps, speed_known, ncpus);
+  cfg->nthreads_src = env_threads ? "env" : "auto";
+  if (cfg->nthreads < 0) cfg->nthreads = 0;
+
+  int64_t nsocks;
+  if ((rc = get_int("NCCL_NSOCKS_PERTHREAD", &nsocks, &env_nsocks)) != STRAND_SUCCESS) return rc;
+  if ((rc = get_int("STRAND_SOCKET_NSTREAMS", &v, &env_streams)) != STRAND_SUCCESS) return rc;
+  if (env_streams) {
+    cfg->nstreams = (int)v;
+    cfg->nstreams_src = "env";
+  } else if (env_nsocks) {
+    int per = nsocks < 1 ? 1 : (int)nsocks;
+    int th = cfg->nthreads < 1 ? 1 : cfg->nthreads;
+    cfg->nstreams = per * th;
+    cfg->nstreams_src = "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD";
+  } else {
+    cfg->nstreams = auto_streams(cfg->nthreads, speed_mbps, speed_known);
+    cfg->nstreams_src = "auto";
+  }
+  if (cfg->nstreams < 1) cfg->nstreams = 1;
+  if (cfg->nstreams > SK_MAX_STREAMS) cfg->nstreams = SK_MAX_STREAMS;
+
+  if ((rc = get_int("STRAND_SOCKET_INLINE", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->inline_max = (size_t)v;
+  if ((rc = get_int("STRAND_SOCKET_MIN_CHUNK", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->min_chunk = (size_t)v;
+  if ((rc = get_int("STRAND_SOCKET_ZCOPY_THRESHOLD", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->zcopy_threshold = (size_t)v;
+  if ((rc = get_int("STRAND_SOCKET_SNDBUF", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->sndbuf = (int)v;
+  if ((rc = get_int("STRAND_SOCKET_RCVBUF", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->rcvbuf = (int)v;
+  if ((rc = get_int("STRAND_SOCKET_TIMEOUT_MS", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->timeout_ms = (int)v;
+  bool pin = true;
+  if ((rc = strand_param_get_bool("STRAND_SOCKET_NUMA_PIN", &pin)) != STRAND_SUCCESS) return rc;
+  cfg->numa_pin = pin;
+  strand_params_dump();
+  return STRAND_SUCCESS;
+}

@@ -1,0 +1,638 @@
+/* strand-socket — isend / irecv / test: the control stream and the chunk scheduler.
+ *
+ * Everything here runs on the proxy progress thread of the comm. Receives are posted to the
+ * sender with a CTS on the control stream; a send matches the oldest posted receive that has an
+ * unmatched entry for its tag (any entry when n == 1), then sends a header on the control stream
+ * (the payload too when it is small) and cuts the rest into chunks, each handed to the data stream
+ * with the fewest bytes queued — a slow stream gets less, never stalls the message. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "socket_internal.h"
+#include "strand/log.h"
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static strand_result_t report(sk_comm_t *c, const char *call) {
+  int e = atomic_load_explicit(&c->error, memory_order_acquire);
+  if (e <= 0) return STRAND_SUCCESS;
+  if (!c->error_reported) {
+    c->error_reported = true;
+    STRAND_WARN("%s on %s connection with %s (dev %s): %s", call,
+                c->type == SK_COMM_SEND ? "send" : "receive", c->peer, c->dev_name, c->errmsg);
+  }
+  return (strand_result_t)e;
+}
+
+/* ---- control stream ------------------------------------------------------------------------ */
+
+static bool tx_reserve(sk_comm_t *c, size_t more) {
+  if (c->tx_off > 0 && c->tx_len + more > c->tx_cap) {
+    memmove(c->tx, c->tx + c->tx_off, c->tx_len - c->tx_off);
+    c->tx_len -= c->tx_off;
+    c->tx_off = 0;
+  }
+  if (c->tx_len + more <= c->tx_cap) return true;
+  size_t cap = c->tx_cap ? c->tx_cap : 4096;
+  while (cap < c->tx_len + more) cap *= 2;
+  uint8_t *p = realloc(c->tx, cap);
+  if (p == NULL) {
+    sk_comm_set_error(c, STRAND_SYSTEM_ERROR, "out of memory queueing %zu control bytes", more);
+    return false;
+  }
+  c->tx = p;
+  c->tx_cap = cap;
+  return true;
+}
+
+static void ctrl_write_failed(sk_comm_t *c, int err) {
+  sk_comm_set_error(c, (err == EPIPE || err == ECONNRESET) ? STRAND_REMOTE_ERROR
+                                                            : STRAND_SYSTEM_ERROR,
+                    "send on the control stream failed: %s (peer process gone?)", strerror(err));
+}
+
+static bool ctrl_flush(sk_comm_t *c) {
+  while (c->tx_off < c->tx_len) {
+    ssize_t n = send(c->ctrl_fd, c->tx + c->tx_off, c->tx_len - c->tx_off,
+                     MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      ctrl_write_failed(c, errno);
+      return false;
+    }
+    c->tx_off += (size_t)n;
+  }
+  c->tx_off = c->tx_len = 0;
+  return true;
+}
+
+/* Sends header + payload now if nothing is queued ahead; queues what the socket did not take.
+ * Once this returns true the caller's payload buffer is no longer needed. */
+static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payload, size_t pl) {
+  size_t sent = 0;
+  if (c->tx_len == c->tx_off) {
+    struct iovec iov[2] = {{(void *)hdr, hl}, {(void *)payload, pl}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = pl ? 2 : 1};
+    for (;;) {
+      ssize_t n = sendmsg(c->ctrl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) {
+        sent = (size_t)n;
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      ctrl_write_failed(c, errno);
+      return false;
+    }
+  }
+  if (sent == hl + pl) return true;
+  if (!tx_reserve(c, hl + pl - sent)) return false;
+  if (sent < hl) {
+    memcpy(c->tx + c->tx_len, (const char *)hdr + sent, hl - sent);
+    c->tx_len += hl - sent;
+    sent = 0;
+  } else {
+    sent -= hl;
+  }
+  memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
+  c->tx_len += pl - sent;
+  return true;
+}
+
+static void protocol_error(sk_comm_t *c, const char *what) {
+  sk_comm_set_error(c, STRAND_REMOTE_ERROR,
+                    "protocol error on the control stream: %s; is the peer running the same "
+                    "strand-socket version?", what);
+}
+
+static bool on_cts(sk_comm_t *c, const sk_cts_hdr_t *h, const sk_cts_entry_t *ent) {
+  if (c->cts_tail - c->cts_head >= SK_RECV_SLOTS || h->n == 0 || h->n > SK_MAX_RECVS) {
+    protocol_error(c, "too many posted receives or bad group size");
+    return false;
+  }
+  __typeof__(c->cts[0]) *e = &c->cts[c->cts_tail % SK_RECV_SLOTS];
+  e->seq = h->seq;
+  e->slot = h->slot;
+  e->n = h->n;
+  e->nmatched = 0;
+  for (int i = 0; i < h->n; i++) {
+    e->matched[i] = 0;
+    e->size[i] = ent[i].size;
+    e->tag[i] = ent[i].tag;
+  }
+  c->cts_tail++;
+  return true;
+}
+
+static sk_recv_slot_t *slot_for(sk_comm_t *c, uint8_t slot, uint32_t seq, uint8_t idx) {
+  sk_recv_slot_t *s = slot < SK_RECV_SLOTS ? strand_pool_at(&c->slots, slot) : NULL;
+  if (s == NULL || atomic_load_explicit(&s->active_seq, memory_order_relaxed) != seq + 1 ||
+      idx >= s->n)
+    return NULL;
+  return s;
+}
+
+static bool on_send(sk_comm_t *c, const sk_send_hdr_t *h, const uint8_t *payload) {
+  sk_recv_slot_t *s = slot_for(c, h->slot, h->seq, h->idx);
+  if (s == NULL || s->e[h->idx].size_known) {
+    protocol_error(c, "message header for a receive that is not posted");
+    return false;
+  }
+  sk_recv_entry_t *e = &s->e[h->idx];
+  if (h->size > e->posted) { /* the sender checks this; never copy past the buffer */
+    protocol_error(c, "message larger than the posted receive");
+    return false;
+  }
+  e->size = h->size;
+  e->size_known = true;
+  if (h->is_inline) {
+    if (h->size) memcpy(e->data, payload, h->size);
+    atomic_store_explicit(&e->bytes_done, h->size, memory_order_relaxed);
+  }
+  return true;
+}
+
+static bool on_err(sk_comm_t *c, const sk_err_msg_t *m) {
+  sk_recv_slot_t *s = slot_for(c, m->slot, m->seq, m->idx);
+  if (s == NULL) {
+    protocol_error(c, "error report for a receive that is not posted");
+    return false;
+  }
+  s->failed = 1;
+  sk_comm_set_error(c, STRAND_INVALID_USAGE,
+                    "the peer sent a %llu-byte message to receive %u (entry %u, tag %d) that "
+                    "only has room for %llu bytes; the sender and receiver disagree on sizes",
+                    (unsigned long long)m->size, m->seq, m->idx, s->e[m->idx].tag,
+                    (unsigned long long)m->posted);
+  return true;
+}
+
+static bool ctrl_parse(sk_comm_t *c) {
+  size_t off = 0;
+  bool ok = true;
+  while (ok && off < c->rx_len) {
+    const uint8_t *p = c->rx + off;
+    size_t avail = c->rx_len - off, need;
+    uint8_t type = p[0];
+    if (type == SK_MSG_CTS && c->type == SK_COMM_SEND) {
+      if (avail < sizeof(sk_cts_hdr_t)) break;
+      sk_cts_hdr_t h;
+      memcpy(&h, p, sizeof h);
+      need = sizeof h + (size_t)h.n * sizeof(sk_cts_entry_t);
+      if (h.n > SK_MAX_RECVS) { protocol_error(c, "bad receive group size"); return false; }
+      if (avail < need) break;
+      sk_cts_entry_t ent[SK_MAX_RECVS];
+      memcpy(ent, p + sizeof h, (size_t)h.n * sizeof ent[0]);
+      ok = on_cts(c, &h, ent);
+    } else if (type == SK_MSG_SEND && c->type == SK_COMM_RECV) {
+      if (avail < sizeof(sk_send_hdr_t)) break;
+      sk_send_hdr_t h;
+      memcpy(&h, p, sizeof h);
+      need = sizeof h + (h.is_inline ? h.size : 0);
+      if (h.is_inline && h.size + sizeof h > c->rx_cap) {
+        protocol_error(c, "inline message larger than the control buffer");
+        return false;
+      }
+      if (avail < need) break;
+      ok = on_send(c, &h, p + sizeof h);
+    } else if (type == SK_MSG_ERR && c->type == SK_COMM_RECV) {
+      need = sizeof(sk_err_msg_t);
+      if (avail < need) break;
+      sk_err_msg_t m;
+      memcpy(&m, p, sizeof m);
+      ok = on_err(c, &m);
+    } else {
+      protocol_error(c, "unknown message type");
+      return false;
+    }
+    off += need;
+  }
+  if (off > 0) {
+    memmove(c->rx, c->rx + off, c->rx_len - off);
+    c->rx_len -= off;
+  }
+  return ok;
+}
+
+/* Reads whatever the control stream holds and acts on it. */
+static bool ctrl_poll(sk_comm_t *c) {
+  if (c->peer_closed) return true;
+  for (;;) {
+    ssize_t n = recv(c->ctrl_fd, c->rx + c->rx_len, c->rx_cap - c->rx_len, MSG_DONTWAIT);
+    if (n == 0) {
+      c->peer_closed = true;
+      return ctrl_parse(c);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      int err = errno;
+      sk_comm_set_error(c, (err == ECONNRESET || err == ETIMEDOUT) ? STRAND_REMOTE_ERROR
+                                                                   : STRAND_SYSTEM_ERROR,
+                        "receive on the control stream failed: %s (peer process gone or "
+                        "network down?)", strerror(err));
+      return false;
+    }
+    size_t space = c->rx_cap - c->rx_len;
+    c->rx_len += (size_t)n;
+    if (!ctrl_parse(c)) return false;
+    if ((size_t)n < space) return true;
+  }
+}
+
+void sk_comm_flush_ctrl(sk_comm_t *c, int timeout_ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (c->tx_len > c->tx_off && atomic_load(&c->error) == 0) {
+    if (!ctrl_flush(c)) return;
+    if (c->tx_len == c->tx_off) return;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms >= timeout_ms) {
+      STRAND_WARN("close of connection with %s: %zu control bytes could not be delivered "
+                  "within %d ms (peer not reading?)", c->peer, c->tx_len - c->tx_off, timeout_ms);
+      return;
+    }
+    struct pollfd pfd = {.fd = c->ctrl_fd, .events = POLLOUT};
+    poll(&pfd, 1, 10);
+  }
+}
+
+/* ---- data streams moved by the proxy thread (nthreads == 0) --------------------------------- */
+
+static void proxy_move(sk_comm_t *c) {
+  for (int i = 0; i < c->nstreams; i++) {
+    sk_stream_t *s = c->streams[i];
+    bool progress, blocked;
+    if (c->type == SK_COMM_SEND) {
+      if (atomic_load_explicit(&s->head, memory_order_relaxed) !=
+          atomic_load_explicit(&s->tail, memory_order_relaxed))
+        sk_stream_send(s, &progress, &blocked);
+    } else if (!atomic_load_explicit(&s->eof, memory_order_relaxed)) {
+      sk_stream_recv(s, &progress, &blocked);
+    }
+  }
+}
+
+/* ---- chunk scheduler ----------------------------------------------------------------------- */
+
+static size_t chunk_size(const sk_comm_t *c, size_t msg) {
+  size_t per = (msg + (size_t)c->nstreams - 1) / (size_t)c->nstreams;
+  per = (per + 4095) & ~(size_t)4095;
+  if (per < c->min_chunk) per = c->min_chunk;
+  if (per > SK_MAX_CHUNK) per = SK_MAX_CHUNK;
+  return per;
+}
+
+/* Cuts pending sends into chunks while some stream has queue room. */
+static void pump(sk_comm_t *c) {
+  struct sk_worker *kick[SK_MAX_STREAMS];
+  int nkick = 0;
+  while (c->pend_head != NULL) {
+    sk_send_req_t *r = c->pend_head;
+    size_t csize = chunk_size(c, r->size);
+    while (r->next_off < r->size) {
+      sk_stream_t *best = NULL;
+      uint64_t best_q = UINT64_MAX;
+      for (int i = 0; i < c->nstreams; i++) {
+        sk_stream_t *s = c->streams[i];
+        uint32_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
+        if (head - atomic_load_explicit(&s->tail, memory_order_acquire) >= SK_RING) continue;
+        uint64_t q = atomic_load_explicit(&s->queued, memory_order_relaxed);
+        if (q < best_q) {
+          best_q = q;
+          best = s;
+        }
+      }
+      if (best == NULL) goto out;
+      size_t len = r->size - r->next_off;
+      if (len > csize) len = csize;
+      uint32_t head = atomic_load_explicit(&best->head, memory_order_relaxed);
+      sk_chunk_t *ch = &best->ring[head % SK_RING];
+      ch->req = r;
+      ch->data = r->data + r->next_off;
+      ch->len = (uint32_t)len;
+      ch->hdr = (sk_chunk_hdr_t){.seq = r->seq, .slot = r->slot, .idx = r->idx,
+                                 .offset = (uint32_t)r->next_off, .len = (uint32_t)len};
+      atomic_fetch_add_explicit(&best->queued, len, memory_order_relaxed);
+      atomic_store_explicit(&best->head, head + 1, memory_order_release);
+      r->next_off += len;
+      if (best->worker != NULL) {
+        int k = 0;
+        while (k < nkick && kick[k] != best->worker) k++;
+        if (k == nkick) kick[nkick++] = best->worker;
+      }
+    }
+    c->pend_head = r->next_pending;
+    if (c->pend_head == NULL) c->pend_tail = NULL;
+  }
+out:
+  if (nkick > 0) {
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with the worker's sleep announcement */
+    for (int k = 0; k < nkick; k++) sk_worker_kick(kick[k]);
+  }
+}
+
+/* ---- comm set-up / teardown of the data-path state ------------------------------------------ */
+
+strand_result_t sk_comm_init_data(sk_comm_t *c) {
+  const sk_config_t *cfg = sk_config();
+  c->inline_max = cfg->inline_max;
+  c->min_chunk = cfg->min_chunk;
+  c->rx_cap = c->type == SK_COMM_RECV ? 2 * (cfg->inline_max + 64) : 8192;
+  if (c->rx_cap < 65536) c->rx_cap = 65536;
+  c->rx = malloc(c->rx_cap);
+  if (c->rx == NULL) return STRAND_SYSTEM_ERROR;
+  strand_result_t rc =
+      c->type == SK_COMM_SEND
+          ? strand_pool_init(&c->reqs, "strand-socket send requests", sizeof(sk_send_req_t),
+                             SK_SEND_REQS, 0)
+          : strand_pool_init(&c->slots, "strand-socket receives", sizeof(sk_recv_slot_t),
+                             SK_RECV_SLOTS, STRAND_POOL_CACHELINE_ALIGN);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (c->type == SK_COMM_RECV) {
+    for (uint32_t i = 0; i < SK_RECV_SLOTS; i++) {
+      sk_recv_slot_t *s = strand_pool_at(&c->slots, i);
+      memset(s, 0, sizeof *s);
+      s->kind = SK_REQ_RECV;
+      s->comm = c;
+    }
+  }
+  return STRAND_SUCCESS;
+}
+
+void sk_comm_free(sk_comm_t *c) {
+  if (c == NULL) return;
+  for (int i = 0; i < c->nstreams; i++) {
+    if (c->streams[i] == NULL) continue;
+    if (c->streams[i]->fd >= 0) close(c->streams[i]->fd);
+    free(c->streams[i]);
+  }
+  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  strand_pool_destroy(c->type == SK_COMM_SEND ? &c->reqs : &c->slots);
+  free(c->tx);
+  free(c->rx);
+  free(c);
+}
+
+/* ---- isend ---------------------------------------------------------------------------------- */
+
+static bool match_cts(sk_comm_t *c, int tag, uint32_t *pos, int *idx) {
+  for (uint32_t i = c->cts_head; i != c->cts_tail; i++) {
+    __typeof__(c->cts[0]) *e = &c->cts[i % SK_RECV_SLOTS];
+    if (e->nmatched == e->n) continue;
+    for (int j = 0; j < e->n; j++) {
+      if (!e->matched[j] && (e->n == 1 || e->tag[j] == tag)) {
+        *pos = i;
+        *idx = j;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static void consume_cts(sk_comm_t *c, uint32_t pos, int idx) {
+  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+  e->matched[idx] = 1;
+  e->nmatched++;
+  while (c->cts_head != c->cts_tail &&
+         c->cts[c->cts_head % SK_RECV_SLOTS].nmatched == c->cts[c->cts_head % SK_RECV_SLOTS].n)
+    c->cts_head++;
+}
+
+strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+                         void *phandle, void **request) {
+  (void)mhandle;
+  (void)phandle;
+  if (request == NULL) return STRAND_INVALID_ARGUMENT;
+  *request = NULL;
+  sk_comm_t *c = sendComm;
+  if (c == NULL || c->type != SK_COMM_SEND) {
+    STRAND_WARN("isend: %p is not a strand-socket send communicator", sendComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  strand_result_t rc = report(c, "isend");
+  if (rc != STRAND_SUCCESS) return rc;
+  if (size > SK_MAX_MSG || (data == NULL && size > 0)) {
+    STRAND_WARN("isend to %s: bad message (%zu bytes at %p); at most %zu bytes per message",
+                c->peer, size, data, (size_t)SK_MAX_MSG);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "isend");
+  if (!c->use_workers) proxy_move(c);
+  uint32_t pos;
+  int idx;
+  if (!match_cts(c, tag, &pos, &idx)) {
+    if (c->peer_closed) {
+      sk_comm_set_error(c, STRAND_REMOTE_ERROR,
+                        "the peer closed the connection before posting a receive for this "
+                        "message (tag %d, %zu bytes)", tag, size);
+      return report(c, "isend");
+    }
+    return report(c, "isend"); /* no receive posted yet: NULL request, core retries */
+  }
+  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+  if (size > e->size[idx]) {
+    sk_err_msg_t m = {.type = SK_MSG_ERR, .slot = e->slot, .idx = (uint8_t)idx, .seq = e->seq,
+                      .size = size, .posted = e->size[idx]};
+    STRAND_WARN("isend to %s (dev %s): message of %zu bytes (tag %d) is larger than the receive "
+                "it matched (%llu bytes posted); nothing was sent, the receiver is told too",
+                c->peer, c->dev_name, size, tag, (unsigned long long)e->size[idx]);
+    consume_cts(c, pos, idx);
+    if (ctrl_send(c, &m, sizeof m, NULL, 0)) sk_comm_flush_ctrl(c, 1000);
+    return STRAND_INVALID_USAGE;
+  }
+  sk_send_req_t *r = strand_pool_get(&c->reqs);
+  if (r == NULL) return STRAND_SUCCESS; /* all SK_SEND_REQS in flight: retry */
+  r->kind = SK_REQ_SEND;
+  r->comm = c;
+  r->data = data;
+  r->size = size;
+  r->seq = e->seq;
+  r->slot = e->slot;
+  r->idx = (uint8_t)idx;
+  r->next_pending = NULL;
+  const bool inl = size <= c->inline_max;
+  sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
+                     .is_inline = inl, .seq = e->seq, .size = size};
+  consume_cts(c, pos, idx);
+  if (!ctrl_send(c, &h, sizeof h, data, inl ? size : 0)) {
+    strand_pool_put(&c->reqs, r);
+    return report(c, "isend");
+  }
+  if (inl) {
+    r->next_off = size;
+    atomic_store_explicit(&r->bytes_done, size, memory_order_relaxed);
+  } else {
+    r->next_off = 0;
+    atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
+    if (c->pend_tail) c->pend_tail->next_pending = r;
+    else c->pend_head = r;
+    c->pend_tail = r;
+    pump(c);
+    if (!c->use_workers) proxy_move(c);
+  }
+  *request = r;
+  return STRAND_SUCCESS;
+}
+
+/* ---- irecv ---------------------------------------------------------------------------------- */
+
+strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+                         void **mhandles, void **phandles, void **request) {
+  (void)mhandles;
+  (void)phandles;
+  if (request == NULL) return STRAND_INVALID_ARGUMENT;
+  /* A v9+ core may pre-store NCCL_NET_OPTIONAL_RECV_COMPLETION here (LL/LL128, n == 1): the GPU
+   * polls flags in the data itself. TCP still has to land every byte, and the receive slot must
+   * not be reused before that, so the request is tracked like any other; the marker is only
+   * ever overwritten, never returned. */
+  *request = NULL;
+  sk_comm_t *c = recvComm;
+  if (c == NULL || c->type != SK_COMM_RECV) {
+    STRAND_WARN("irecv: %p is not a strand-socket receive communicator", recvComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  strand_result_t rc = report(c, "irecv");
+  if (rc != STRAND_SUCCESS) return rc;
+  if (n < 1 || n > SK_MAX_RECVS || data == NULL || sizes == NULL) {
+    STRAND_WARN("irecv from %s: %d receives in one call (this plugin reports maxRecvs %d)",
+                c->peer, n, SK_MAX_RECVS);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] > 0 && data[i] == NULL) {
+      STRAND_WARN("irecv from %s: entry %d has %zu bytes at NULL", c->peer, i, sizes[i]);
+      return STRAND_INVALID_ARGUMENT;
+    }
+  }
+  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "irecv");
+  sk_recv_slot_t *s = strand_pool_get(&c->slots);
+  if (s == NULL) return STRAND_SUCCESS; /* SK_RECV_SLOTS posted: retry later */
+  int64_t slot = strand_pool_index(&c->slots, s);
+  s->seq = c->next_seq++;
+  s->n = n;
+  s->failed = 0;
+  struct {
+    sk_cts_hdr_t h;
+    sk_cts_entry_t e[SK_MAX_RECVS];
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.h = (sk_cts_hdr_t){.type = SK_MSG_CTS, .n = (uint8_t)n, .slot = (uint8_t)slot,
+                         .seq = s->seq};
+  for (int i = 0; i < n; i++) {
+    sk_recv_entry_t *e = &s->e[i];
+    e->data = data[i];
+    e->posted = sizes[i];
+    e->size = 0;
+    e->size_known = false;
+    e->tag = tags ? tags[i] : 0;
+    atomic_store_explicit(&e->bytes_done, 0, memory_order_relaxed);
+    msg.e[i].size = sizes[i];
+    msg.e[i].tag = e->tag;
+  }
+  /* Publish the slot before the sender can learn of it: workers check active_seq (acquire). */
+  atomic_store_explicit(&s->active_seq, s->seq + 1, memory_order_release);
+  if (!ctrl_send(c, &msg, sizeof msg.h + (size_t)n * sizeof msg.e[0], NULL, 0)) {
+    atomic_store_explicit(&s->active_seq, 0, memory_order_relaxed);
+    strand_pool_put(&c->slots, s);
+    return report(c, "irecv");
+  }
+  *request = s;
+  return STRAND_SUCCESS;
+}
+
+strand_result_t sk_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+                          void **request) {
+  (void)recvComm;
+  (void)n;
+  (void)data;
+  (void)sizes;
+  (void)mhandles;
+  /* Host memory only (ptrSupport = HOST): received bytes are visible once test() says done. */
+  if (request) *request = NULL;
+  return STRAND_SUCCESS;
+}
+
+/* ---- test ----------------------------------------------------------------------------------- */
+
+static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
+  sk_comm_t *c = r->comm;
+  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+  if (c->pend_head) pump(c);
+  if (!c->use_workers) proxy_move(c);
+  strand_result_t rc = report(c, "test");
+  if (rc != STRAND_SUCCESS) return rc;
+  if (r->next_off == r->size &&
+      atomic_load_explicit(&r->bytes_done, memory_order_acquire) == r->size) {
+    *done = 1;
+    if (sizes) sizes[0] = (int)r->size;
+    strand_pool_put(&c->reqs, r);
+  }
+  return STRAND_SUCCESS;
+}
+
+static bool all_streams_eof(sk_comm_t *c) {
+  for (int i = 0; i < c->nstreams; i++)
+    if (!atomic_load_explicit(&c->streams[i]->eof, memory_order_acquire)) return false;
+  return true;
+}
+
+static strand_result_t test_recv(sk_recv_slot_t *s, int *done, int *sizes) {
+  sk_comm_t *c = s->comm;
+  if (atomic_load_explicit(&s->active_seq, memory_order_relaxed) == 0) {
+    STRAND_WARN("test: receive request %p from %s is not in flight (already completed?)",
+                (void *)s, c->peer);
+    return STRAND_INTERNAL_ERROR;
+  }
+  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+  if (!c->use_workers) proxy_move(c);
+  strand_result_t rc = report(c, "test");
+  if (rc != STRAND_SUCCESS) return rc;
+  bool complete = true, header_missing = false;
+  for (int i = 0; i < s->n; i++) {
+    sk_recv_entry_t *e = &s->e[i];
+    if (!e->size_known) {
+      complete = false;
+      header_missing = true;
+    } else if (atomic_load_explicit(&e->bytes_done, memory_order_acquire) != e->size) {
+      complete = false;
+    }
+  }
+  if (!complete) {
+    /* Everything the peer sent before closing has been parsed: a missing header never comes;
+     * missing payload never comes once every data stream saw EOF too. */
+    if (c->peer_closed && (header_missing || all_streams_eof(c))) {
+      sk_comm_set_error(c, STRAND_REMOTE_ERROR,
+                        "the peer closed the connection with receive %u incomplete (peer "
+                        "process died or closed its send communicator early)", s->seq);
+      return report(c, "test");
+    }
+    return STRAND_SUCCESS;
+  }
+  *done = 1;
+  if (sizes)
+    for (int i = 0; i < s->n; i++) sizes[i] = (int)s->e[i].size;
+  atomic_store_explicit(&s->active_seq, 0, memory_order_release);
+  strand_pool_put(&c->slots, s);
+  return STRAND_SUCCESS;
+}
+
+strand_result_t sk_test(void *request, int *done, int *sizes) {
+  if (request == NULL || done == NULL) return STRAND_INVALID_ARGUMENT;
+  *done = 0;
+  uint32_t kind;
+  memcpy(&kind, request, sizeof kind);
+  if (kind == SK_REQ_SEND) return test_send(request, done, sizes);
+  if (kind == SK_REQ_RECV) return test_recv(request, done, sizes);
+  STRAND_WARN("test: %p is not a strand-socket request", request);
+  return STRAND_INVALID_ARGUMENT;
+}

@@ -1,0 +1,285 @@
+/* strand-socket — state shared by the plugin's source files.
+ *
+ * Shape of one NCCL connection (a sendComm on one side, a recvComm on the other):
+ *   - one control stream, driven only by the proxy thread from isend/irecv/test. It carries the
+ *     receiver's "clear to send" (CTS) for every posted receive, the sender's per-message header,
+ *     and small messages inline after that header (latency: no thread hand-off at all);
+ *   - nstreams data streams carrying the chunks of large messages. With worker threads
+ *     (nthreads > 0) each data stream belongs to one epoll worker of a process-wide pool; with
+ *     nthreads == 0 the proxy thread moves the chunks itself from test() (small machines, where a
+ *     spinning proxy thread and busy workers would fight for the same cores).
+ *
+ * Receiver-driven matching: a send is matched to a posted receive by the CTS the receiver sent, so
+ * the sender knows where (slot, index) and how much (posted size) before it writes a byte. That
+ * gives grouped receives with tags, and lets both sides report a send larger than the receive.
+ * Data chunks carry (slot, sequence, index, offset) so a receiving worker copies straight into the
+ * posted buffer. Wire structs are in host byte order: both ends run the same plugin on the same
+ * architecture (a magic mismatch is what an endianness mismatch would look like). */
+#ifndef STRAND_NET_SOCKET_INTERNAL_H
+#define STRAND_NET_SOCKET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strand/plugin.h"
+#include "strand/pool.h"
+#include "strand/socket_addr.h"
+#include "strand/socket_conn.h"
+
+#define SK_PLUGIN_NAME "strand-socket"
+/* "STRANDSK" little-endian: distinct from the SDK default so that no other Strand transport's
+ * listener accepts our streams, or we theirs. */
+#define SK_MAGIC 0x4b53444e41525453ULL
+
+#define SK_MAX_DEVS STRAND_NETIF_MAX
+#define SK_MAX_RECVS 8                                  /* maxRecvs reported */
+#define SK_RECV_SLOTS STRAND_NET_MAX_REQUESTS           /* posted receives per recvComm */
+#define SK_SEND_REQS (STRAND_NET_MAX_REQUESTS * SK_MAX_RECVS) /* isends in flight per sendComm */
+#define SK_MAX_STREAMS 32                               /* data streams per connection */
+#define SK_RING 64                                      /* chunk queue depth per data stream */
+#define SK_MAX_CHUNK (1u << 20)                         /* largest chunk handed to one stream */
+#define SK_MAX_MSG ((size_t)INT32_MAX)                  /* test() reports sizes as int */
+
+/* ---------------------------------------------------------------------------------------------
+ * Configuration (socket_config.c)
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+  int nthreads;            /* worker threads in the process; 0 = the proxy thread moves data */
+  int nstreams;            /* data streams per connection */
+  size_t inline_max;       /* messages up to this size ride on the control stream */
+  size_t min_chunk;        /* smallest chunk a message is cut into */
+  size_t zcopy_threshold;  /* chunks at least this large use MSG_ZEROCOPY; 0 = never */
+  int sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF, <= 0 = OS default */
+  int timeout_ms;          /* TCP_USER_TIMEOUT and keepalive bound for a silent peer */
+  bool numa_pin;           /* pin workers to the NIC's NUMA node */
+  const char *nthreads_src, *nstreams_src; /* how the value was chosen, for the INFO line */
+} sk_config_t;
+
+strand_result_t sk_config_load(sk_config_t *cfg, int link_speed_mbps, int ncpus);
+
+/* ---------------------------------------------------------------------------------------------
+ * Wire formats
+ * ------------------------------------------------------------------------------------------- */
+enum { SK_MSG_CTS = 1, SK_MSG_SEND = 2, SK_MSG_ERR = 3 };
+
+typedef struct { /* receiver -> sender: a receive was posted; followed by n sk_cts_entry_t */
+  uint8_t type, n, slot, pad;
+  uint32_t seq;
+} sk_cts_hdr_t;
+typedef struct {
+  uint64_t size;
+  int32_t tag;
+  uint32_t pad;
+} sk_cts_entry_t;
+
+typedef struct { /* sender -> receiver: message for (slot, seq, idx); inline payload follows */
+  uint8_t type, slot, idx, is_inline;
+  uint32_t seq;
+  uint64_t size;
+} sk_send_hdr_t;
+
+typedef struct { /* sender -> receiver: that message was larger than the posted receive */
+  uint8_t type, slot, idx, pad;
+  uint32_t seq;
+  uint64_t size, posted;
+} sk_err_msg_t;
+
+typedef struct { /* data stream: one chunk header, then len payload bytes */
+  uint32_t seq;
+  uint8_t slot, idx;
+  uint16_t pad;
+  uint32_t offset, len;
+} sk_chunk_hdr_t;
+
+_Static_assert(sizeof(sk_cts_hdr_t) == 8, "wire");
+_Static_assert(sizeof(sk_cts_entry_t) == 16, "wire");
+_Static_assert(sizeof(sk_send_hdr_t) == 16, "wire");
+_Static_assert(sizeof(sk_err_msg_t) == 24, "wire");
+_Static_assert(sizeof(sk_chunk_hdr_t) == 16, "wire");
+
+/* The listen handle (<= NCCL_NET_HANDLE_MAXSIZE). The sender side keeps a pointer to its connect
+ * state in `stage` between connect() retries (core passes the same buffer every time). */
+typedef struct {
+  uint64_t magic;
+  strand_sockaddr_t addr;
+  uint32_t pad;
+  uint64_t nonce;
+  uint64_t stage;       /* sk_connecting_t* on the connecting side; 0 as produced by listen */
+  uint64_t stage_check; /* stage ^ SK_STAGE_KEY: a stale or foreign value is never dereferenced */
+} sk_handle_t;
+_Static_assert(sizeof(sk_handle_t) <= STRAND_NET_HANDLE_MAXSIZE, "handle too large");
+#define SK_STAGE_KEY 0x9e3779b97f4a7c15ULL
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices and contexts
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+  strand_netif_t netif;
+  char *pci_path;   /* NULL for virtual interfaces */
+  int speed_mbps;
+  bool speed_known;
+  int numa_node;
+} sk_dev_t;
+
+typedef struct {
+  uint64_t comm_id;
+  int traffic_class; /* STRAND_NET_TRAFFIC_CLASS_UNDEF or 0..255 */
+} sk_ctx_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Requests, comms, streams
+ * ------------------------------------------------------------------------------------------- */
+enum { SK_REQ_SEND = 0x53454e44, SK_REQ_RECV = 0x52454356 };
+enum { SK_COMM_SEND = 1, SK_COMM_RECV = 2 };
+
+struct sk_comm;
+struct sk_worker;
+
+typedef struct sk_send_req {
+  uint32_t kind; /* SK_REQ_SEND: test() tells requests apart by the first word */
+  struct sk_comm *comm;
+  char *data;
+  size_t size;
+  size_t next_off;             /* proxy: bytes already cut into chunks */
+  _Atomic size_t bytes_done;   /* bytes handed to the kernel (workers or proxy) */
+  uint32_t seq;
+  uint8_t slot, idx;
+  struct sk_send_req *next_pending; /* proxy: FIFO of requests not fully chunked */
+} sk_send_req_t;
+
+typedef struct {
+  char *data;
+  size_t posted;
+  size_t size;               /* proxy: from the sender's header */
+  bool size_known;
+  _Atomic size_t bytes_done; /* payload bytes landed */
+  int32_t tag;
+} sk_recv_entry_t;
+
+typedef struct sk_recv_slot {
+  uint32_t kind; /* SK_REQ_RECV */
+  struct sk_comm *comm;
+  _Atomic uint32_t active_seq; /* seq + 1 while posted; 0 when free (workers check it) */
+  uint32_t seq;
+  int n;
+  int failed;                /* an ERR message named this receive */
+  sk_recv_entry_t e[SK_MAX_RECVS];
+} sk_recv_slot_t;
+
+typedef struct {
+  sk_send_req_t *req;
+  char *data;
+  uint32_t len;
+  sk_chunk_hdr_t hdr;
+} sk_chunk_t;
+
+typedef struct sk_stream {
+  int fd;
+  int index;
+  struct sk_comm *comm;
+  bool is_send;
+  struct sk_worker *worker; /* NULL: progressed by the proxy thread */
+  /* send side: single-producer (proxy) single-consumer (mover) ring */
+  sk_chunk_t ring[SK_RING];
+  _Atomic uint32_t head, tail;
+  _Atomic uint64_t queued;  /* bytes queued and not yet sent: the least-loaded choice */
+  size_t cur_sent;          /* bytes of ring[tail] (header + payload) already sent */
+  /* receive side */
+  sk_chunk_hdr_t rhdr, rnext;
+  size_t rhdr_got, rdata_got;
+  char *rdst;
+  _Atomic size_t *rcounter;
+  /* worker-only readiness (edge-triggered epoll) */
+  bool readable, writable;
+  _Atomic bool eof;      /* orderly EOF at a chunk boundary */
+} sk_stream_t;
+
+typedef struct sk_comm {
+  int type; /* SK_COMM_SEND / SK_COMM_RECV */
+  int dev;
+  int ctrl_fd;
+  int nstreams;
+  sk_stream_t *streams[SK_MAX_STREAMS];
+  char peer[STRAND_SOCKADDR_STRLEN];
+  char dev_name[IF_NAMESIZE];
+  bool use_workers;
+  /* errors found by workers: errmsg is written before error is stored (release) */
+  _Atomic int error;
+  char errmsg[320];
+  bool error_reported;
+  bool peer_closed; /* orderly EOF on the control stream */
+  /* control stream, proxy thread only */
+  uint8_t *tx;
+  size_t tx_len, tx_off, tx_cap;
+  uint8_t *rx;
+  size_t rx_len, rx_cap;
+  size_t inline_max;
+  size_t min_chunk;
+  /* send side */
+  strand_pool_t reqs;
+  struct {
+    uint32_t seq;
+    uint8_t slot, n, nmatched;
+    uint8_t matched[SK_MAX_RECVS];
+    uint64_t size[SK_MAX_RECVS];
+    int32_t tag[SK_MAX_RECVS];
+  } cts[SK_RECV_SLOTS];
+  uint32_t cts_head, cts_tail; /* FIFO of posted receives not yet fully matched */
+  sk_send_req_t *pend_head, *pend_tail;
+  /* receive side */
+  strand_pool_t slots;
+  uint32_t next_seq;
+} sk_comm_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Workers (socket_worker.c)
+ * ------------------------------------------------------------------------------------------- */
+strand_result_t sk_workers_start(int nthreads, int numa_node);
+void sk_workers_stop(void);
+int sk_workers_count(void);
+/* Hands the comm's data streams to workers (round-robin from a rotating start). */
+strand_result_t sk_workers_attach(sk_comm_t *comm);
+/* Takes them back; on return no worker touches the comm's streams any more. */
+void sk_workers_detach(sk_comm_t *comm);
+/* Wakes the worker of a stream that just got chunks, if it is asleep. */
+void sk_worker_kick(struct sk_worker *w);
+
+/* Stream movers shared by workers and the proxy-driven mode (socket_stream.c).
+ * They return false after recording a comm error; *progress tells whether bytes moved;
+ * *blocked that the socket would block. */
+bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked);
+bool sk_stream_recv(sk_stream_t *s, bool *progress, bool *blocked);
+void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Data path (socket_data.c) and connection set-up (socket_conn_setup.c). */
+strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+                         void *phandle, void **request);
+strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+                         void **mhandles, void **phandles, void **request);
+strand_result_t sk_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+                          void **request);
+strand_result_t sk_test(void *request, int *done, int *sizes);
+strand_result_t sk_comm_init_data(sk_comm_t *c);
+void sk_comm_free(sk_comm_t *c);
+/* Best effort: hand queued control bytes to the kernel before a close (bounded wait). */
+void sk_comm_flush_ctrl(sk_comm_t *c, int timeout_ms);
+
+strand_result_t sk_listen(void *ctx, int dev, void *handle, void **listenComm);
+strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
+                           strand_dev_handle_t **sendDevComm);
+strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm);
+strand_result_t sk_close_send(void *sendComm);
+strand_result_t sk_close_recv(void *recvComm);
+strand_result_t sk_close_listen(void *listenComm);
+
+/* Plugin-wide state (socket_plugin.c). */
+const sk_config_t *sk_config(void);
+const sk_dev_t *sk_device(int dev);
+int sk_device_count(void);
+void sk_comm_count_add(int delta);
+
+#endif

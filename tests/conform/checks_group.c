@@ -1,0 +1,4 @@
+#include "conform.h"
+const conform_check_t conform_checks_group[] = {
+  {0},
+};

@@ -1,0 +1,531 @@
+/* strand-conform — what check bodies call: result recording, time, patterns, guarded buffers and
+ * proxy-shaped helpers that drive the (adapted, v12-shaped) plugin table the way NCCL's core
+ * does: one thread per comm, NULL requests retried, test() polled, every wait bounded. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+conform_opts_t conform_opts = {
+  .nranks = 2,
+  .rank = -1,
+  .max_bytes = (size_t)1 << 30,
+  .timeout_scale = 1.0,
+  .call_bound_s = 2.0,
+  .stale_bound_s = 15.0,
+  .bootstrap_timeout_s = 60.0,
+  .progress = -1,
+};
+
+/* ---------------------------------------------------------------- results */
+
+static void append_msg(char *dst, size_t cap, const char *fmt, va_list ap) {
+  size_t used = strlen(dst);
+  if (used + 4 >= cap) return;
+  if (used) {
+    strncat(dst, "; ", cap - used - 1);
+    used = strlen(dst);
+  }
+  vsnprintf(dst + used, cap - used, fmt, ap);
+}
+
+conform_status_t conform_fail(conform_ctx_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (c->status != CONFORM_FAIL) c->msg[0] = '\0'; /* a failure replaces a skip reason */
+  append_msg(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+  c->status = CONFORM_FAIL;
+  return CONFORM_FAIL;
+}
+
+conform_status_t conform_skip(conform_ctx_t *c, const char *fmt, ...) {
+  if (c->status == CONFORM_FAIL) return CONFORM_FAIL;
+  va_list ap;
+  va_start(ap, fmt);
+  c->msg[0] = '\0';
+  append_msg(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+  c->status = CONFORM_SKIP;
+  return CONFORM_SKIP;
+}
+
+void conform_note(conform_ctx_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  append_msg(c->note, sizeof c->note, fmt, ap);
+  va_end(ap);
+}
+
+void conform_phase(conform_ctx_t *c, const char *fmt, ...) {
+  if (!c->phase) return;
+  char tmp[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  /* The rank parent reads this after a crash; write it as plain bytes. */
+  for (size_t i = 0; i < sizeof tmp; i++) {
+    c->phase[i] = tmp[i];
+    if (!tmp[i]) break;
+  }
+}
+
+const char *conform_result_str(strand_result_t r) {
+  switch (r) {
+  case STRAND_SUCCESS: return "ncclSuccess";
+  case STRAND_UNHANDLED_CUDA_ERROR: return "ncclUnhandledCudaError";
+  case STRAND_SYSTEM_ERROR: return "ncclSystemError";
+  case STRAND_INTERNAL_ERROR: return "ncclInternalError";
+  case STRAND_INVALID_ARGUMENT: return "ncclInvalidArgument";
+  case STRAND_INVALID_USAGE: return "ncclInvalidUsage";
+  case STRAND_REMOTE_ERROR: return "ncclRemoteError";
+  case STRAND_IN_PROGRESS: return "ncclInProgress";
+  case STRAND_TIMEOUT: return "ncclTimeout";
+  default: return "unknown ncclResult_t";
+  }
+}
+
+/* ---------------------------------------------------------------- time */
+
+double conform_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double conform_remaining(const conform_ctx_t *c) { return c->deadline - conform_now(); }
+
+double conform_call_bound(void) { return conform_opts.call_bound_s * conform_opts.timeout_scale; }
+
+void conform_sleep(double seconds) {
+  if (seconds <= 0) return;
+  struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* ---------------------------------------------------------------- patterns */
+
+static inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t conform_seed(int src_rank, int dst_rank, uint64_t msg_index) {
+  return mix64(((uint64_t)(uint32_t)src_rank << 48) ^ ((uint64_t)(uint32_t)dst_rank << 32) ^
+               msg_index ^ 0x5354524e44ULL);
+}
+
+/* Byte at offset i of a pattern = byte (i % 8) of word(seed, i / 8). Words are produced by a
+ * cheap counter hash so that every message and every offset differs (a shifted, duplicated or
+ * foreign payload never verifies). */
+static inline uint64_t pattern_word(uint64_t seed, uint64_t wi) {
+  uint64_t x = seed ^ (wi * 0xd6e8feb86659fd93ULL);
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  return x;
+}
+
+void conform_fill(void *buf, size_t len, uint64_t seed) {
+  unsigned char *p = buf;
+  size_t words = len / 8;
+  for (size_t w = 0; w < words; w++) {
+    uint64_t v = pattern_word(seed, w);
+    memcpy(p + w * 8, &v, 8);
+  }
+  if (len % 8) {
+    uint64_t v = pattern_word(seed, words);
+    memcpy(p + words * 8, &v, len % 8);
+  }
+}
+
+long long conform_verify(const void *buf, size_t len, uint64_t seed) {
+  const unsigned char *p = buf;
+  size_t words = len / 8;
+  for (size_t w = 0; w < words; w++) {
+    uint64_t v = pattern_word(seed, w), got;
+    memcpy(&got, p + w * 8, 8);
+    if (got != v) {
+      for (size_t b = 0; b < 8; b++)
+        if (p[w * 8 + b] != ((unsigned char *)&v)[b]) return (long long)(w * 8 + b);
+    }
+  }
+  if (len % 8) {
+    uint64_t v = pattern_word(seed, words);
+    for (size_t b = 0; b < len % 8; b++)
+      if (p[words * 8 + b] != ((unsigned char *)&v)[b]) return (long long)(words * 8 + b);
+  }
+  return -1;
+}
+
+int conform_buf_alloc(conform_buf_t *b, size_t len, size_t align_off) {
+  memset(b, 0, sizeof *b);
+  b->total = len + align_off + 2 * CONFORM_GUARD_LEN;
+  if (posix_memalign((void **)&b->base, 4096, b->total) != 0) {
+    b->base = NULL;
+    return -1;
+  }
+  b->data = b->base + CONFORM_GUARD_LEN + align_off;
+  b->len = len;
+  memset(b->base, CONFORM_GUARD_BYTE, (size_t)(b->data - b->base));
+  memset(b->data + len, CONFORM_GUARD_BYTE, CONFORM_GUARD_LEN);
+  return 0;
+}
+
+bool conform_buf_guards_ok(const conform_buf_t *b, long long *bad_off) {
+  for (unsigned char *p = b->base; p < b->data; p++)
+    if (*p != CONFORM_GUARD_BYTE) {
+      if (bad_off) *bad_off = (long long)(p - b->data);
+      return false;
+    }
+  for (size_t i = 0; i < CONFORM_GUARD_LEN; i++)
+    if (b->data[b->len + i] != CONFORM_GUARD_BYTE) {
+      if (bad_off) *bad_off = (long long)(b->len + i);
+      return false;
+    }
+  return true;
+}
+
+void conform_buf_free(conform_buf_t *b) {
+  free(b->base);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---------------------------------------------------------------- resources */
+
+int conform_count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1; /* the directory stream itself */
+}
+
+long conform_rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+/* ---------------------------------------------------------------- plugin driving */
+
+/* NCCL's logger: the plugin's INFO/WARN lines go to stderr with the rank, only with -v (WARN
+ * always: a plugin that warns during a passing check is worth seeing). */
+static int g_log_rank = -1;
+static void conform_logger(strand_log_level_t level, unsigned long flags, const char *file,
+                           int line, const char *fmt, ...) {
+  (void)flags;
+  if (level == STRAND_LOG_WARN || conform_opts.verbose > 0) {
+    if (level != STRAND_LOG_WARN && level != STRAND_LOG_INFO && conform_opts.verbose < 2) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "  [rank %d plugin %s %s:%d] %s\n", g_log_rank,
+            level == STRAND_LOG_WARN ? "WARN" : "INFO", file ? file : "?", line, buf);
+  }
+}
+
+/* ncclProfilerCallback with the profiler disabled: no event handle, success. */
+static strand_result_t conform_profiler(void **event_handle, int type, void *parent_handle,
+                                        int64_t plugin_id, void *ext_data) {
+  (void)type; (void)parent_handle; (void)plugin_id; (void)ext_data;
+  if (event_handle) *event_handle = NULL;
+  return STRAND_SUCCESS;
+}
+
+strand_logger_t conform_logger_fn(void);
+strand_logger_t conform_logger_fn(void) { return conform_logger; }
+strand_profiler_cb_t conform_profiler_fn(void);
+strand_profiler_cb_t conform_profiler_fn(void) { return conform_profiler; }
+
+strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_id) {
+  g_log_rank = c->rank;
+  strand_comm_config_t cfg = {.trafficClass = STRAND_NET_TRAFFIC_CLASS_UNDEF};
+  *ctx = NULL; /* v6..v9 adapters leave it untouched, exactly like NCCL's */
+  conform_phase(c, "init");
+  return c->net->init(ctx, comm_id, &cfg, conform_logger, conform_profiler);
+}
+
+strand_result_t conform_plugin_finalize(conform_ctx_t *c, void *ctx) {
+  conform_phase(c, "finalize");
+  return c->net->finalize ? c->net->finalize(ctx) : STRAND_SUCCESS;
+}
+
+int conform_props(conform_ctx_t *c, int dev, strand_props_v12_t *p) {
+  memset(p, 0, sizeof *p);
+  conform_phase(c, "getProperties(dev %d)", dev);
+  strand_result_t r = c->net->getProperties(dev, p);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(c, "getProperties(dev %d) returned %s", dev, conform_result_str(r));
+    return -1;
+  }
+  return 0;
+}
+
+/* Opaque profiler handles NCCL would pass (never dereferenced by a correct plugin except through
+ * the profiler callback, which ignores them). */
+static char g_phandle_dummy[64];
+
+int conform_reg(conform_ctx_t *c, void *comm, void *data, size_t size, int type, void **mh) {
+  *mh = NULL;
+  conform_phase(c, "regMr(size %zu, type %d)", size, type);
+  strand_result_t r = c->net->regMr(comm, data, size, type, mh);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(c, "regMr(%p, %zu bytes, type %d) returned %s", data, size, type,
+                 conform_result_str(r));
+    return -1;
+  }
+  return 0;
+}
+
+int conform_dereg(conform_ctx_t *c, void *comm, void *mh) {
+  conform_phase(c, "deregMr");
+  strand_result_t r = c->net->deregMr(comm, mh);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(c, "deregMr returned %s", conform_result_str(r));
+    return -1;
+  }
+  return 0;
+}
+
+static int check_abort(conform_ctx_t *c) {
+  if (conform_peer_failed(c)) {
+    conform_fail(c, "%s", c->bs_error);
+    return -1;
+  }
+  return 0;
+}
+
+int conform_isend(conform_ctx_t *c, void *comm, void *data, size_t size, int tag, void *mh,
+                  void **req) {
+  unsigned spins = 0;
+  for (;;) {
+    *req = NULL;
+    conform_phase(c, "isend(%zu bytes, tag %d)", size, tag);
+    strand_result_t r = c->net->isend(comm, data, size, tag, mh, g_phandle_dummy, req);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "isend(%zu bytes, tag %d) returned %s%s", size, tag, conform_result_str(r),
+                   conform_upgrade_last_error_was_adapter() ? " (refused by the core adapter)" : "");
+      return -1;
+    }
+    if (*req) return 0;
+    /* NULL = "cannot post now": NCCL re-issues the identical call later (§6.5). */
+    if ((++spins & 255) == 0 && (check_abort(c) || conform_remaining(c) < 0.5)) {
+      if (c->status != CONFORM_FAIL)
+        conform_fail(c, "isend(%zu bytes, tag %d) kept returning a NULL request until the deadline",
+                     size, tag);
+      return -1;
+    }
+  }
+}
+
+int conform_irecv(conform_ctx_t *c, void *comm, int n, void **data, size_t *sizes, int *tags,
+                  void **mhs, void **req) {
+  void *ph[STRAND_PROXY_MAX_SUBS];
+  for (int i = 0; i < n && i < STRAND_PROXY_MAX_SUBS; i++) ph[i] = g_phandle_dummy;
+  unsigned spins = 0;
+  for (;;) {
+    *req = NULL;
+    conform_phase(c, "irecv(n %d, %zu bytes)", n, sizes[0]);
+    strand_result_t r = c->net->irecv(comm, n, data, sizes, tags, mhs, ph, req);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "irecv(n %d, size[0] %zu) returned %s%s", n, sizes[0],
+                   conform_result_str(r),
+                   conform_upgrade_last_error_was_adapter() ? " (refused by the core adapter)" : "");
+      return -1;
+    }
+    if (*req) return 0;
+    if ((++spins & 255) == 0 && (check_abort(c) || conform_remaining(c) < 0.5)) {
+      if (c->status != CONFORM_FAIL)
+        conform_fail(c, "irecv(n %d) kept returning a NULL request until the deadline", n);
+      return -1;
+    }
+  }
+}
+
+int conform_wait(conform_ctx_t *c, void *req, int *sizes, const char *what) {
+  unsigned spins = 0;
+  for (;;) {
+    int done = 0;
+    conform_phase(c, "test(%s)", what);
+    strand_result_t r = c->net->test(req, &done, sizes);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "test(%s) returned %s", what, conform_result_str(r));
+      return -1;
+    }
+    if (done) return 0;
+    if ((++spins & 127) == 0) {
+      if (check_abort(c)) return -1;
+      if (conform_remaining(c) < 0.5) {
+        conform_fail(c, "%s did not complete before the check's time bound", what);
+        return -1;
+      }
+    }
+  }
+}
+
+/* Calls one of connect/accept and fails when it blocks past the call bound. */
+static int timed_call(conform_ctx_t *c, const char *what, double t0) {
+  double dt = conform_now() - t0;
+  if (dt > conform_call_bound()) {
+    conform_fail(c, "%s blocked for %.2f s (bound %.2f s; NCCL calls it from its proxy thread and "
+                 "expects it to return at once)", what, dt, conform_call_bound());
+    return -1;
+  }
+  return 0;
+}
+
+int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l) {
+  memset(l, 0, sizeof *l);
+  l->dev = dev;
+  unsigned char handle[STRAND_NET_HANDLE_MAXSIZE];
+  memset(handle, 0, sizeof handle);
+  conform_phase(c, "listen(dev %d)", dev);
+  strand_result_t r = c->net->listen(c->net_ctx, dev, handle, &l->listen_comm);
+  if (r != STRAND_SUCCESS || !l->listen_comm) {
+    conform_fail(c, "listen(dev %d) returned %s with listenComm %p", dev, conform_result_str(r),
+                 l->listen_comm);
+    return -1;
+  }
+  unsigned char *all = calloc((size_t)c->nranks, sizeof handle);
+  if (!all || conform_allgather(c, handle, sizeof handle, all) != 0) {
+    free(all);
+    conform_fail(c, "bootstrap: %s", c->bs_error);
+    return -1;
+  }
+  /* NCCL hands the same buffer to every connect retry (§6.1 step 4). */
+  unsigned char peer_handle[STRAND_NET_HANDLE_MAXSIZE];
+  memcpy(peer_handle, all + (size_t)c->next * sizeof handle, sizeof handle);
+  free(all);
+  strand_dev_handle_t *send_dev = NULL, *recv_dev = NULL;
+  unsigned spins = 0;
+  while (!l->send_comm || !l->recv_comm) {
+    if (!l->send_comm) {
+      conform_phase(c, "connect(dev %d)", dev);
+      double t0 = conform_now();
+      r = c->net->connect(c->net_ctx, dev, peer_handle, &l->send_comm, &send_dev);
+      if (timed_call(c, "connect", t0)) return -1;
+      if (r != STRAND_SUCCESS) {
+        conform_fail(c, "connect(dev %d) to rank %d returned %s", dev, c->next,
+                     conform_result_str(r));
+        return -1;
+      }
+    }
+    if (!l->recv_comm) {
+      conform_phase(c, "accept(dev %d)", dev);
+      double t0 = conform_now();
+      r = c->net->accept(l->listen_comm, &l->recv_comm, &recv_dev);
+      if (timed_call(c, "accept", t0)) return -1;
+      if (r != STRAND_SUCCESS) {
+        conform_fail(c, "accept(dev %d) from rank %d returned %s", dev, c->prev,
+                     conform_result_str(r));
+        return -1;
+      }
+      if (l->recv_comm) {
+        /* NCCL closes the listener as soon as accept produced a comm (§6.1 step 5). */
+        conform_phase(c, "closeListen");
+        r = c->net->closeListen(l->listen_comm);
+        l->listen_comm = NULL;
+        if (r != STRAND_SUCCESS) {
+          conform_fail(c, "closeListen after accept returned %s", conform_result_str(r));
+          return -1;
+        }
+      }
+    }
+    if ((++spins & 63) == 0) {
+      if (check_abort(c)) return -1;
+      if (conform_remaining(c) < 0.5) {
+        conform_fail(c, "connection on dev %d not established before the time bound (sendComm %s, "
+                     "recvComm %s)", dev, l->send_comm ? "up" : "NULL",
+                     l->recv_comm ? "up" : "NULL");
+        return -1;
+      }
+    }
+    if (!l->send_comm || !l->recv_comm) conform_sleep(0.0002);
+  }
+  return 0;
+}
+
+void conform_link_close(conform_ctx_t *c, conform_link_t *l) {
+  /* Keep the peer's comms alive until everyone is done transferring. Best effort: when the peer
+   * already failed the barrier fails and we close anyway. */
+  if (c->status != CONFORM_FAIL) conform_barrier(c);
+  strand_result_t r;
+  if (l->send_comm) {
+    conform_phase(c, "closeSend");
+    r = c->net->closeSend(l->send_comm);
+    if (r != STRAND_SUCCESS) conform_fail(c, "closeSend returned %s", conform_result_str(r));
+  }
+  if (l->recv_comm) {
+    conform_phase(c, "closeRecv");
+    r = c->net->closeRecv(l->recv_comm);
+    if (r != STRAND_SUCCESS) conform_fail(c, "closeRecv returned %s", conform_result_str(r));
+  }
+  if (l->listen_comm) {
+    conform_phase(c, "closeListen");
+    r = c->net->closeListen(l->listen_comm);
+    if (r != STRAND_SUCCESS) conform_fail(c, "closeListen returned %s", conform_result_str(r));
+  }
+  memset(l, 0, sizeof *l);
+}
+
+int conform_ping(conform_ctx_t *c, conform_link_t *l, size_t bytes, uint64_t salt) {
+  conform_buf_t sb, rb;
+  if (conform_buf_alloc(&sb, bytes, 0) || conform_buf_alloc(&rb, bytes, 0)) {
+    conform_fail(c, "out of memory for %zu-byte buffers", bytes);
+    return -1;
+  }
+  int rc = -1;
+  void *smh = NULL, *rmh = NULL, *sreq = NULL, *rreq = NULL;
+  conform_fill(sb.data, bytes, conform_seed(c->rank, c->next, salt));
+  memset(rb.data, 0, bytes);
+  if (conform_reg(c, l->send_comm, sb.data, bytes ? bytes : 1, STRAND_PTR_HOST, &smh)) goto out;
+  if (conform_reg(c, l->recv_comm, rb.data, bytes ? bytes : 1, STRAND_PTR_HOST, &rmh)) goto out;
+  size_t rsize = bytes;
+  int tag = c->prev;
+  void *rdata = rb.data;
+  if (conform_irecv(c, l->recv_comm, 1, &rdata, &rsize, &tag, &rmh, &rreq)) goto out;
+  if (conform_isend(c, l->send_comm, sb.data, bytes, c->rank, smh, &sreq)) goto out;
+  int got = -1;
+  if (conform_wait(c, sreq, NULL, "isend")) goto out;
+  if (conform_wait(c, rreq, &got, "irecv")) goto out;
+  if ((size_t)got != bytes) {
+    conform_fail(c, "receive of a %zu-byte message reported size %d", bytes, got);
+    goto out;
+  }
+  long long bad = conform_verify(rb.data, bytes, conform_seed(c->prev, c->rank, salt));
+  if (bad >= 0) {
+    conform_fail(c, "payload from rank %d differs at byte %lld of %zu", c->prev, bad, bytes);
+    goto out;
+  }
+  if (!conform_buf_guards_ok(&rb, &bad)) {
+    conform_fail(c, "receive wrote outside its buffer (offset %lld)", bad);
+    goto out;
+  }
+  rc = 0;
+out:
+  if (smh) conform_dereg(c, l->send_comm, smh);
+  if (rmh) conform_dereg(c, l->recv_comm, rmh);
+  conform_buf_free(&sb);
+  conform_buf_free(&rb);
+  return rc;
+}

@@ -1,0 +1,188 @@
+/* strand-conform — reporting: readable table (default) or TAP on stdout, JSON and JUnit XML
+ * files for CI, a progress line on stderr for long runs, and always the same last line
+ * "N passed, N failed, N skipped" so that scripts can grep the verdict. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+static const char *status_str(conform_status_t s) {
+  return s == CONFORM_PASS ? "PASS" : s == CONFORM_FAIL ? "FAIL" : "SKIP";
+}
+
+void conform_report_list(FILE *out) {
+  const conform_check_t **all;
+  int n = conform_all_checks(&all);
+  int w = 0;
+  for (int i = 0; i < n; i++)
+    if ((int)strlen(all[i]->id) > w) w = (int)strlen(all[i]->id);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "%-*s  %-34s  %s\n", w, all[i]->id, all[i]->clause, all[i]->description);
+  fprintf(out, "%d checks\n", n);
+}
+
+static bool progress_enabled(void) {
+  if (conform_opts.progress >= 0) return conform_opts.progress == 1;
+  return isatty(STDERR_FILENO);
+}
+
+void conform_report_progress(int done, int total, const conform_row_t *last) {
+  if (!progress_enabled()) return;
+  fprintf(stderr, "\r\033[K[%d/%d] %s %s", done, total, last ? status_str(last->status) : "",
+          last && last->check ? last->check->id : "");
+  if (done == total) fprintf(stderr, "\r\033[K");
+  fflush(stderr);
+}
+
+void conform_report_counts(const conform_run_result_t *run, int *pass, int *fail, int *skip) {
+  *pass = *fail = *skip = 0;
+  for (int i = 0; i < run->n_rows; i++) {
+    switch (run->rows[i].status) {
+    case CONFORM_PASS: (*pass)++; break;
+    case CONFORM_FAIL: (*fail)++; break;
+    default: (*skip)++;
+    }
+  }
+}
+
+static const char *row_id(const conform_row_t *r) { return r->check ? r->check->id : "?"; }
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+    else if (ch == '\n') fputs("\\n", f);
+    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+    else fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void xml_str(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    switch (ch) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    default:
+      if (ch < 0x20 && ch != '\n' && ch != '\t') fputc(' ', f);
+      else fputc(ch, f);
+    }
+  }
+}
+
+static int write_json(const conform_run_result_t *run, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  int p, fl, s;
+  conform_report_counts(run, &p, &fl, &s);
+  fprintf(f, "{\n  \"tool\": \"strand-conform\",\n  \"plugin\": ");
+  json_str(f, run->plugin_desc);
+  fprintf(f, ",\n  \"nranks\": %d,\n  \"max_bytes\": %zu,\n  \"quick\": %s,\n  \"fatal\": ",
+          conform_opts.nranks, conform_opts.quick && conform_opts.max_bytes > ((size_t)16 << 20)
+                                   ? ((size_t)16 << 20) : conform_opts.max_bytes,
+          conform_opts.quick ? "true" : "false");
+  json_str(f, run->fatal);
+  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"checks\": [\n", p, fl, s);
+  for (int i = 0; i < run->n_rows; i++) {
+    const conform_row_t *r = &run->rows[i];
+    fprintf(f, "    {\"id\": ");
+    json_str(f, row_id(r));
+    fprintf(f, ", \"abi\": %d, \"clause\": ", r->version);
+    json_str(f, r->check ? r->check->clause : "");
+    fprintf(f, ", \"status\": \"%s\", \"seconds\": %.3f, \"message\": ", status_str(r->status) ,
+            r->seconds);
+    json_str(f, r->msg);
+    fprintf(f, "}%s\n", i + 1 < run->n_rows ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  return fclose(f);
+}
+
+static int write_junit(const conform_run_result_t *run, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  int p, fl, s;
+  conform_report_counts(run, &p, &fl, &s);
+  double total = 0;
+  for (int i = 0; i < run->n_rows; i++) total += run->rows[i].seconds;
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fprintf(f, "<testsuites tests=\"%d\" failures=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
+          run->n_rows, fl, s, total);
+  fprintf(f, "  <testsuite name=\"strand-conform\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
+          "skipped=\"%d\" time=\"%.3f\">\n", run->n_rows, fl, s, total);
+  fprintf(f, "    <properties><property name=\"plugin\" value=\"");
+  xml_str(f, run->plugin_desc);
+  fprintf(f, "\"/></properties>\n");
+  for (int i = 0; i < run->n_rows; i++) {
+    const conform_row_t *r = &run->rows[i];
+    const char *id = row_id(r);
+    const char *dot = strchr(id, '.');
+    fprintf(f, "    <testcase classname=\"strand-conform.v%d.%.*s\" name=\"%s\" time=\"%.3f\">",
+            r->version, dot ? (int)(dot - id) : (int)strlen(id), id, id, r->seconds);
+    if (r->status == CONFORM_FAIL) {
+      fprintf(f, "<failure message=\"");
+      xml_str(f, r->msg);
+      fprintf(f, "\">");
+      xml_str(f, r->check ? r->check->clause : "");
+      fprintf(f, "</failure>");
+    } else if (r->status == CONFORM_SKIP) {
+      fprintf(f, "<skipped message=\"");
+      xml_str(f, r->msg);
+      fprintf(f, "\"/>");
+    }
+    fprintf(f, "</testcase>\n");
+  }
+  fprintf(f, "  </testsuite>\n</testsuites>\n");
+  return fclose(f);
+}
+
+int conform_report_write(const conform_run_result_t *run) {
+  int p, fl, s;
+  conform_report_counts(run, &p, &fl, &s);
+  FILE *o = stdout;
+  if (conform_opts.tap) {
+    fprintf(o, "TAP version 13\n");
+    fprintf(o, "# %s\n", run->plugin_desc);
+    fprintf(o, "1..%d\n", run->n_rows);
+    for (int i = 0; i < run->n_rows; i++) {
+      const conform_row_t *r = &run->rows[i];
+      if (r->status == CONFORM_SKIP)
+        fprintf(o, "ok %d - v%d %s # SKIP %s\n", i + 1, r->version, row_id(r), r->msg);
+      else
+        fprintf(o, "%sok %d - v%d %s\n", r->status == CONFORM_FAIL ? "not " : "", i + 1,
+                r->version, row_id(r));
+      if (r->status == CONFORM_FAIL)
+        fprintf(o, "# %s: %s\n", r->check ? r->check->clause : "", r->msg);
+    }
+  } else {
+    fprintf(o, "strand-conform: %s\n", run->plugin_desc);
+    int w = 10;
+    for (int i = 0; i < run->n_rows; i++)
+      if ((int)strlen(row_id(&run->rows[i])) > w) w = (int)strlen(row_id(&run->rows[i]));
+    fprintf(o, "%-4s  %-4s  %-*s  %7s  %s\n", "", "ABI", w, "check", "time", "clause / details");
+    for (int i = 0; i < run->n_rows; i++) {
+      const conform_row_t *r = &run->rows[i];
+      fprintf(o, "%-4s  v%-3d  %-*s  %6.2fs  %s\n", status_str(r->status), r->version, w,
+              row_id(r), r->seconds, r->check ? r->check->clause : "");
+      if (r->msg[0]) fprintf(o, "%-4s  %-4s  %-*s           %s\n", "", "", w, "", r->msg);
+    }
+  }
+  if (run->fatal[0]) fprintf(o, "%srun stopped: %s\n", conform_opts.tap ? "# " : "", run->fatal);
+  if (conform_opts.json_path) write_json(run, conform_opts.json_path);
+  if (conform_opts.junit_path) write_junit(run, conform_opts.junit_path);
+  fprintf(o, "%d passed, %d failed, %d skipped\n", p, fl, s);
+  fflush(o);
+  return (fl > 0 || run->fatal[0]) ? 1 : 0;
+}

@@ -1,0 +1,447 @@
+/* strand-conform — the runner: local launch (fork --nranks ranks around an in-process
+ * coordinator) or multi-host launch, and each rank's loop that runs every check in a forked child
+ * under a watchdog. Why a child per check: a plugin that crashes (SIGSEGV) or hangs must fail
+ * only the check that triggered it, and every check must start from a freshly initialised plugin,
+ * as a new NCCL communicator would. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+
+typedef struct {
+  volatile int valid;
+  conform_rank_result_t res;
+  volatile char phase[128];
+} child_shm_t;
+
+typedef struct {
+  const conform_check_t *check;
+  int version; /* 0 when the plugin did not load */
+} run_item_t;
+
+static size_t effective_max_bytes(void) {
+  size_t m = conform_opts.max_bytes;
+  if (conform_opts.quick && m > ((size_t)16 << 20)) m = (size_t)16 << 20;
+  return m;
+}
+
+/* ------------------------------------------------------------------ check child */
+
+static void run_child(const conform_plugin_t *p, const run_item_t *it, int item, int rank,
+                      int nranks, const char *hostport, child_shm_t *shm) {
+  conform_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.check = it->check;
+  c.plugin = p;
+  c.net = &p->net;
+  c.collnet = p->has_collnet ? &p->collnet : NULL;
+  c.version = it->version;
+  c.rank = rank;
+  c.nranks = nranks;
+  c.next = (rank + 1) % nranks;
+  c.prev = (rank + nranks - 1) % nranks;
+  c.max_bytes = effective_max_bytes();
+  c.quick = conform_opts.quick;
+  c.phase = shm->phase;
+  c.bs_fd = -1;
+  double t0 = conform_now();
+  c.deadline = t0 + it->check->timeout_s * conform_opts.timeout_scale;
+
+  if (conform_session_open(&c, hostport, item) != 0) {
+    conform_fail(&c, "bootstrap: %s", c.bs_error);
+  } else {
+    conform_status_t st = CONFORM_PASS;
+    if (!(it->check->flags & CONFORM_F_NO_INIT)) {
+      strand_result_t r = conform_plugin_init(&c, &c.net_ctx, 0x5354524e00000000ULL + (uint64_t)item);
+      if (r != STRAND_SUCCESS) {
+        st = conform_fail(&c, "init returned %s (see load.init)", conform_result_str(r));
+      } else {
+        c.inited = true;
+        conform_phase(&c, "devices");
+        r = c.net->devices(&c.ndev);
+        if (r != STRAND_SUCCESS || c.ndev <= 0)
+          st = conform_fail(&c, "devices() returned %s with %d devices (see load.init)",
+                            conform_result_str(r), c.ndev);
+      }
+    }
+    if (st == CONFORM_PASS) {
+      conform_phase(&c, "check body");
+      st = it->check->fn(&c);
+      if (st == CONFORM_FAIL && c.status != CONFORM_FAIL) conform_fail(&c, "failed");
+      if (st == CONFORM_SKIP && c.status != CONFORM_SKIP && c.status != CONFORM_FAIL)
+        conform_skip(&c, "skipped");
+    }
+    if (c.inited) {
+      strand_result_t r = conform_plugin_finalize(&c, c.net_ctx);
+      if (r != STRAND_SUCCESS) conform_fail(&c, "finalize returned %s", conform_result_str(r));
+    }
+  }
+  shm->res.status = c.status;
+  shm->res.seconds = conform_now() - t0;
+  snprintf(shm->res.msg, sizeof shm->res.msg, "%s", c.msg);
+  snprintf(shm->res.note, sizeof shm->res.note, "%s", c.note);
+  /* "aborted" marks failures that only mirror another rank's failure. */
+  shm->res.aborted = c.status == CONFORM_FAIL && strstr(c.msg, "aborted because") == c.msg;
+  __sync_synchronize();
+  shm->valid = 1;
+  conform_session_done(&c);
+  fflush(NULL);
+  _exit(0);
+}
+
+/* ------------------------------------------------------------------ rank parent */
+
+static int pidfd_open_compat(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+static const char *signame(int sig) {
+  switch (sig) {
+  case SIGSEGV: return "SIGSEGV";
+  case SIGBUS: return "SIGBUS";
+  case SIGABRT: return "SIGABRT";
+  case SIGFPE: return "SIGFPE";
+  case SIGILL: return "SIGILL";
+  case SIGPIPE: return "SIGPIPE";
+  case SIGKILL: return "SIGKILL";
+  case SIGTERM: return "SIGTERM";
+  default: return "signal";
+  }
+}
+
+/* Run one item in a child and fill `res`. Returns -1 when the run must stop (FINAL received). */
+static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, int rank,
+                    int nranks, const char *hostport, int ctl, child_shm_t *shm,
+                    conform_rank_result_t *res, int *final_seen) {
+  memset(res, 0, sizeof *res);
+  memset((void *)shm, 0, sizeof *shm);
+  fflush(NULL);
+  double t0 = conform_now();
+  pid_t pid = fork();
+  if (pid < 0) {
+    res->status = CONFORM_FAIL;
+    snprintf(res->msg, sizeof res->msg, "fork failed: %s", strerror(errno));
+    return 0;
+  }
+  if (pid == 0) {
+    close(ctl);
+    setpgid(0, 0); /* the watchdog kills the whole group, plugin helpers included */
+    run_child(p, it, item, rank, nranks, hostport, shm);
+  }
+  setpgid(pid, pid);
+  double bound = it->check->timeout_s * conform_opts.timeout_scale;
+  double kill_at = t0 + bound + 2.0; /* the child's own deadline + time to report */
+  char kill_reason[600] = "";
+  bool aborted = false;
+  int pfd = pidfd_open_compat(pid);
+  int status = 0;
+  bool exited = false;
+  while (!exited) {
+    struct pollfd fds[2] = {{ctl, POLLIN, 0}, {pfd, POLLIN, 0}};
+    double left = kill_at - conform_now();
+    int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+    if (pfd < 0 && ms > 10) ms = 10;
+    int pr = poll(fds, pfd >= 0 ? 2 : 1, ms);
+    if (pr < 0 && errno != EINTR) break;
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      exited = true;
+      break;
+    }
+    if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      bs_hdr_t h;
+      void *payload = NULL;
+      if (bs_read_frame(ctl, &h, &payload, conform_now() + 5) != 0) {
+        snprintf(kill_reason, sizeof kill_reason, "lost the connection to the coordinator");
+        *final_seen = 1;
+        kill_at = conform_now();
+      } else if (h.type == BS_ABORT_ITEM && h.a == item && !aborted) {
+        aborted = true;
+        snprintf(kill_reason, sizeof kill_reason, "aborted because %s",
+                 payload ? (char *)payload : "another rank failed");
+        /* Give the child a moment to notice (it polls its session) and report by itself. */
+        double grace = conform_now() + 3.0;
+        if (grace < kill_at) kill_at = grace;
+      } else if (h.type == BS_FINAL) {
+        *final_seen = 1;
+        snprintf(kill_reason, sizeof kill_reason, "the run was stopped: %s",
+                 payload && h.len > strlen(payload) + 1 ? (char *)payload + strlen(payload) + 1 : "");
+        kill_at = conform_now();
+      }
+      free(payload);
+    }
+    if (conform_now() >= kill_at) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      if (!kill_reason[0])
+        snprintf(kill_reason, sizeof kill_reason, "timed out after %.0f s (during %s)", bound,
+                 shm->phase[0] ? (const char *)shm->phase : "start-up");
+      else if (!aborted && shm->phase[0]) {
+        size_t u = strlen(kill_reason);
+        snprintf(kill_reason + u, sizeof kill_reason - u, " (during %s)", (const char *)shm->phase);
+      }
+      res->status = CONFORM_FAIL;
+      res->aborted = aborted;
+      snprintf(res->msg, sizeof res->msg, "%s", kill_reason);
+      res->seconds = conform_now() - t0;
+      if (pfd >= 0) close(pfd);
+      kill(-pid, SIGKILL); /* stragglers of the group */
+      return *final_seen ? -1 : 0;
+    }
+  }
+  if (pfd >= 0) close(pfd);
+  kill(-pid, SIGKILL); /* threads die with the child; forked helpers must too */
+  res->seconds = conform_now() - t0;
+  if (WIFSIGNALED(status)) {
+    res->status = CONFORM_FAIL;
+    snprintf(res->msg, sizeof res->msg, "crashed with %s (signal %d) during %s", signame(WTERMSIG(status)),
+             WTERMSIG(status), shm->phase[0] ? (const char *)shm->phase : "start-up");
+  } else if (!shm->valid) {
+    res->status = CONFORM_FAIL;
+    snprintf(res->msg, sizeof res->msg, "the check process exited (status %d) without a result "
+             "during %s: the plugin called exit()?", WEXITSTATUS(status),
+             shm->phase[0] ? (const char *)shm->phase : "start-up");
+  } else {
+    *res = shm->res;
+    res->seconds = conform_now() - t0;
+  }
+  return *final_seen ? -1 : 0;
+}
+
+static void describe_plugin(const conform_plugin_t *p, bool loaded, const char *err, char *out,
+                            size_t len) {
+  if (!loaded) {
+    snprintf(out, len, "plugin did not load: %.1900s", err);
+    for (char *q = out; *q; q++)
+      if (*q == '\n') *q = ' ';
+    return;
+  }
+  char nv[64] = "", cv[64] = "";
+  for (int i = 0; i < p->n_net_versions; i++)
+    snprintf(nv + strlen(nv), sizeof nv - strlen(nv), "%sv%d", i ? "," : "", p->net_versions[i]);
+  for (int i = 0; i < p->n_collnet_versions; i++)
+    snprintf(cv + strlen(cv), sizeof cv - strlen(cv), "%sv%d", i ? "," : "", p->collnet_versions[i]);
+  snprintf(out, len, "plugin \"%.200s\" from %.1000s; ncclNetPlugin: %s; ncclCollNetPlugin: %s; testing v%d%s;"
+           " %d ranks; largest transfer %zu bytes%s",
+           p->net.name ? p->net.name : "(null)", p->resolved, nv, cv[0] ? cv : "none", p->version,
+           conform_opts.all_abis ? " (and every other exported version: --all-abis)" : "",
+           conform_opts.nranks, effective_max_bytes(),
+           conform_opts.quick ? " (--quick)" : "");
+}
+
+/* Shared with checks_load.c: what the rank parent learnt while loading. */
+conform_plugin_t conform_loaded_plugin;
+bool conform_plugin_loaded;
+char conform_load_error[2048];
+
+static int rank_main(const char *hostport, int rank, int nranks,
+                     const conform_check_t *const *checks, int n_checks) {
+  conform_plugin_t *p = &conform_loaded_plugin;
+  conform_plugin_loaded = conform_plugin_load(conform_opts.plugin, conform_opts.abi_forced, p,
+                                              conform_load_error, sizeof conform_load_error) == 0;
+  int versions[CONFORM_MAX_VERSIONS], nv = 0;
+  if (!conform_plugin_loaded) versions[nv++] = 0;
+  else if (conform_opts.all_abis)
+    for (int i = 0; i < p->n_net_versions; i++) versions[nv++] = p->net_versions[i];
+  else versions[nv++] = p->version;
+
+  int n_items = nv * n_checks;
+  run_item_t *items = calloc((size_t)n_items + 1, sizeof *items);
+  size_t hl = 4096 + (size_t)n_items * 80;
+  char *hello = malloc(hl);
+  describe_plugin(p, conform_plugin_loaded, conform_load_error, hello, 2048);
+  strcat(hello, "\n");
+  for (int v = 0, k = 0; v < nv; v++)
+    for (int i = 0; i < n_checks; i++, k++) {
+      items[k].check = checks[i];
+      items[k].version = versions[v];
+      snprintf(hello + strlen(hello), hl - strlen(hello), "v%d %s\n", versions[v], checks[i]->id);
+    }
+
+  char err[512];
+  int ctl = conform_rank_connect(hostport, rank, nranks, err, sizeof err);
+  if (ctl < 0) {
+    fprintf(stderr, "strand-conform rank %d: %s\n", rank, err);
+    return 2;
+  }
+  if (bs_write_frame(ctl, BS_HELLO, rank, nranks, hello, (uint32_t)strlen(hello) + 1)) {
+    fprintf(stderr, "strand-conform rank %d: lost the coordinator while joining\n", rank);
+    return 2;
+  }
+  free(hello);
+  bs_hdr_t h;
+  void *payload = NULL;
+  if (bs_read_frame(ctl, &h, &payload, conform_now() + conform_opts.bootstrap_timeout_s + 5) ||
+      h.type != BS_WELCOME) {
+    fprintf(stderr, "strand-conform rank %d: the run did not start (%s)\n", rank,
+            h.type == BS_FINAL && payload && h.len > strlen(payload) + 1
+                ? (char *)payload + strlen(payload) + 1 : "no welcome from the coordinator");
+    free(payload);
+    close(ctl);
+    return 2;
+  }
+  free(payload);
+
+  child_shm_t *shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                          -1, 0);
+  int final_seen = 0;
+  int cur_version = conform_plugin_loaded ? p->version : 0;
+  for (int k = 0; k < n_items && !final_seen; k++) {
+    run_item_t *it = &items[k];
+    conform_rank_result_t res;
+    memset(&res, 0, sizeof res);
+    if (!conform_plugin_loaded && !(it->check->flags & CONFORM_F_NO_PLUGIN)) {
+      /* Not a skip: a library NCCL cannot load must never produce a green run. */
+      res.status = CONFORM_FAIL;
+      snprintf(res.msg, sizeof res.msg, "not run: the plugin did not load (see load.symbols)");
+    } else if ((it->check->flags & CONFORM_F_COLLNET) && conform_plugin_loaded && !p->has_collnet) {
+      res.status = CONFORM_SKIP;
+      snprintf(res.msg, sizeof res.msg, "the library exports no ncclCollNetPlugin_v* symbol");
+    } else {
+      if (conform_plugin_loaded && it->version != cur_version) {
+        char e[256];
+        if (conform_plugin_select(p, it->version, e, sizeof e) == 0) cur_version = it->version;
+      }
+      if (run_item(p, it, k, rank, nranks, hostport, ctl, shm, &res, &final_seen) < 0) {
+        /* fall through: report this one, then stop */
+      }
+    }
+    if (bs_write_frame(ctl, BS_RESULT, k, rank, &res, sizeof res)) {
+      fprintf(stderr, "strand-conform rank %d: lost the coordinator\n", rank);
+      final_seen = 1;
+      break;
+    }
+  }
+  /* Wait for the verdict. */
+  int rc = 0;
+  double until = conform_now() + 120;
+  for (;;) {
+    if (bs_read_frame(ctl, &h, &payload, until)) {
+      fprintf(stderr, "strand-conform rank %d: no verdict from the coordinator\n", rank);
+      rc = 2;
+      break;
+    }
+    if (h.type == BS_FINAL) {
+      int skipped = payload ? atoi(payload) : 0;
+      const char *fatal = payload && h.len > strlen(payload) + 1 ? (char *)payload + strlen(payload) + 1 : "";
+      if (conform_opts.coordinator[0]) {
+        if (rank != 0) {
+          if (fatal[0]) printf("rank %d: run stopped: %s\n", rank, fatal);
+          printf("rank %d: verdict from the coordinator (rank 0 prints the table)\n", rank);
+          printf("%d passed, %d failed, %d skipped\n", h.a, h.b, skipped);
+        }
+      }
+      rc = (h.b > 0 || fatal[0]) ? 1 : 0;
+      free(payload);
+      break;
+    }
+    free(payload);
+  }
+  close(ctl);
+  munmap(shm, sizeof *shm);
+  free(items);
+  fflush(stdout);
+  return rc;
+}
+
+int conform_rank_main(const char *hostport, int rank, int nranks) {
+  const conform_check_t **all;
+  int n = conform_all_checks((const conform_check_t ***)&all);
+  const conform_check_t **sel = calloc((size_t)n + 1, sizeof *sel);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (conform_check_selected(all[i], &conform_opts)) sel[m++] = all[i];
+  int rc = rank_main(hostport, rank, nranks, sel, m);
+  free(sel);
+  return rc;
+}
+
+int conform_run_checks(const conform_check_t *const *checks, int n) {
+  signal(SIGPIPE, SIG_IGN); /* coordinator and rank parents: sockets to dead peers must not kill us */
+  int nranks = conform_opts.nranks;
+  if (nranks < 1 || nranks > CONFORM_MAX_RANKS) {
+    fprintf(stderr, "strand-conform: --nranks must be 1..%d\n", CONFORM_MAX_RANKS);
+    return 2;
+  }
+  bool multi = conform_opts.coordinator[0] != '\0';
+  if (multi && conform_opts.rank < 0) {
+    fprintf(stderr, "strand-conform: --coordinator needs --rank R and --nranks N\n");
+    return 2;
+  }
+  if (multi && conform_opts.rank > 0) {
+    int rc = rank_main(conform_opts.coordinator, conform_opts.rank, nranks, checks, n);
+    return rc;
+  }
+  char err[512];
+  conform_coord_t *co = conform_coord_create(multi ? conform_opts.coordinator : "127.0.0.1:0",
+                                             nranks, err, sizeof err);
+  if (!co) {
+    fprintf(stderr, "strand-conform: coordinator: %s\n", err);
+    return 2;
+  }
+  char hostport[300];
+  if (multi) snprintf(hostport, sizeof hostport, "%s", conform_opts.coordinator);
+  else snprintf(hostport, sizeof hostport, "127.0.0.1:%d", conform_coord_port(co));
+  int first = 0, last = multi ? 0 : nranks - 1;
+  pid_t pids[CONFORM_MAX_RANKS];
+  fflush(NULL);
+  for (int r = first; r <= last; r++) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      conform_coord_destroy(co);
+      int rc = rank_main(hostport, r, nranks, checks, n);
+      fflush(NULL);
+      _exit(rc);
+    }
+  }
+  conform_run_result_t run;
+  conform_coord_serve(co, &run);
+  int rc = conform_report_write(&run);
+  /* Ranks exit right after FINAL; do not wait forever for one that does not. */
+  double until = conform_now() + 10;
+  for (int r = first; r <= last; r++) {
+    int st;
+    while (waitpid(pids[r], &st, WNOHANG) == 0) {
+      if (conform_now() > until) {
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], &st, 0);
+        break;
+      }
+      conform_sleep(0.01);
+    }
+  }
+  conform_coord_destroy(co);
+  free(run.rows);
+  return rc;
+}
+
+int conform_cmd_run(void) {
+  const conform_check_t **all;
+  int n = conform_all_checks((const conform_check_t ***)&all);
+  const conform_check_t **sel = calloc((size_t)n + 1, sizeof *sel);
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (conform_check_selected(all[i], &conform_opts)) sel[m++] = all[i];
+  if (m == 0) {
+    fprintf(stderr, "strand-conform: --only/--skip selected no check (see --list)\n");
+    free(sel);
+    return 2;
+  }
+  int rc = conform_run_checks(sel, m);
+  free(sel);
+  return rc;
+}
