@@ -230,19 +230,22 @@ static strand_result_t comm_close(ofi_comm_t *c) {
   ofi_dev_t *d = c->dev;
   pthread_mutex_lock(&d->lock);
   c->closed = true;
+  c->outstanding++; /* our own reference: completions during the drain must not free it */
   ofi_xfer_cancel_all(c);
   uint64_t t0 = ofi_now_ms();
   for (;;) {
     ofi_progress(d);
-    if (c->outstanding <= 0 || ofi_now_ms() - t0 >= (uint64_t)ofi_params.close_drain_ms) break;
+    if (c->outstanding <= 1 || ofi_now_ms() - t0 >= (uint64_t)ofi_params.close_drain_ms) break;
     pthread_mutex_unlock(&d->lock);
     sched_yield();
     pthread_mutex_lock(&d->lock);
   }
+  c->outstanding--;
   if (c->outstanding > 0)
-    STRAND_INFO(STRAND_SUBSYS_NET, "comm %u to %s closed with %d operation(s) still owned by %s; kept until they "
-             "complete",
-             c->id, c->peer_str, c->outstanding, d->name);
+    STRAND_INFO(STRAND_SUBSYS_NET,
+                "comm %u to %s closed with %d operation(s) still owned by %s; kept until they "
+                "complete",
+                c->id, c->peer_str, c->outstanding, d->name);
   ofi_comm_maybe_reap(c);
   pthread_mutex_unlock(&d->lock);
   return STRAND_SUCCESS;

@@ -50,7 +50,7 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
     struct iovec iov[2 * SK_IOV_CHUNKS];
     int niov = 0;
     size_t total = 0, skip = s->cur_sent;
-    for (uint32_t i = tail; i != head && niov < 2 * SK_IOV_CHUNKS; i++) {
+    for (uint32_t i = tail; i != head && niov + 2 <= 2 * SK_IOV_CHUNKS; i++) {
       sk_chunk_t *ch = &s->ring[i % SK_RING];
       if (skip < sizeof ch->hdr) {
         iov[niov].iov_base = (char *)&ch->hdr + skip;

@@ -250,7 +250,13 @@ static int case_window(void) {
   CHECK(net->irecv(rc_, 1, &d0, &sz[0], &tag, NULL, NULL, &extra) == STRAND_SUCCESS && !extra,
         "irecv beyond NCCL_NET_MAX_REQUESTS should return a NULL request");
   for (int i = 0; i < W; i++) CHECK(post_send(sc, sb[i], sz[i], 1, NULL, &sreq[i]) == 0, "isend");
-  if (wait_reqs(rreq, NULL, W, NULL) || wait_reqs(sreq, NULL, W, NULL)) return -1;
+  /* test both sides, as a proxy thread would: with nthreads=0 data moves inside test() */
+  void *all[2 * W];
+  for (int i = 0; i < W; i++) {
+    all[2 * i] = rreq[i];
+    all[2 * i + 1] = sreq[i];
+  }
+  if (wait_reqs(all, NULL, 2 * W, NULL)) return -1;
   for (int i = 0; i < W; i++) {
     CHECK(check_fill(rb[i], sz[i], (unsigned)i) < 0, "message %d corrupted", i);
     free(sb[i]);
@@ -363,6 +369,7 @@ static int run_child(const char *so, int fd_in, int fd_out, int child_sends) {
   if (child_sends) {
     char handle[STRAND_NET_HANDLE_MAXSIZE];
     if (read(fd_in, handle, sizeof handle) != (ssize_t)sizeof handle) _exit(12);
+    t0 = now_s();
     while (!comm) {
       if (n->connect(c, 0, handle, &comm, NULL) != STRAND_SUCCESS) _exit(13);
       if (now_s() - t0 > SMOKE_TIMEOUT_S) _exit(14);

@@ -171,6 +171,9 @@ struct conform_ctx {
   void *net_ctx;                       /* from init (NULL for v6..v9 like NCCL's adapters) */
   int ndev;                            /* devices() after init */
   bool inited;
+  /* Set by a body that plays a dead process: the harness reports, then exits at once without
+   * finalize or closing anything (the kernel tears the sockets down like a crash would). */
+  bool exit_without_cleanup;
 
   double deadline;                     /* conform_now() value when the check's bound runs out */
   size_t max_bytes;                    /* effective transfer cap (--max-bytes / --quick) */

@@ -79,7 +79,7 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
       if (st == CONFORM_SKIP && c.status != CONFORM_SKIP && c.status != CONFORM_FAIL)
         conform_skip(&c, "skipped");
     }
-    if (c.inited) {
+    if (c.inited && !c.exit_without_cleanup) {
       strand_result_t r = conform_plugin_finalize(&c, c.net_ctx);
       if (r != STRAND_SUCCESS) conform_fail(&c, "finalize returned %s", conform_result_str(r));
     }
