@@ -148,8 +148,12 @@ typedef struct ofi_comm {
   fi_addr_t peer;
   char peer_str[64];    /* printable peer address for messages */
   ofi_conn_state_t state;
-  uint64_t connect_token; /* send side: matches the token kept in the core's handle copy */
+  bool handed_out;      /* send side: connect() has returned this comm to the core */
+  uint32_t listen_id;   /* send side: the listen id the connect targets */
+  uint8_t listen_name[OFI_NAME_MAX]; /* send side: the listener's endpoint address */
+  uint16_t listen_name_len;
   uint64_t t_start_ms;
+  uint64_t retry_at_ms;  /* send side: when a refused connect message may be sent again */
   bool closed;          /* closed by NCCL, kept alive until its operations drain */
   strand_result_t failed; /* STRAND_SUCCESS while healthy */
   char fail_msg[256];
@@ -198,8 +202,8 @@ typedef struct {
 } ofi_ctrl_msg_t;
 _Static_assert(sizeof(ofi_ctrl_msg_t) <= OFI_CTRL_MSG_SIZE, "control message fits its buffer");
 
-/* The 128-byte listen handle. `connect_token` is scratch space for the connecting side: the core
- * passes the same buffer on every connect retry; we never trust it without a table lookup. */
+/* The 128-byte listen handle. A connect in progress is found again by (listener address, listen
+ * id, nonce), not by anything written into the handle: callers may pass a fresh copy each time. */
 #define OFI_HANDLE_MAGIC 0x53544f48u /* "STOH" */
 typedef struct {
   uint32_t magic;
@@ -208,8 +212,7 @@ typedef struct {
   uint16_t name_len;
   uint8_t pad[6];
   uint8_t name[OFI_NAME_MAX];
-  uint64_t connect_token;
-  uint64_t reserved;
+  uint64_t reserved[2];
 } ofi_handle_t;
 _Static_assert(sizeof(ofi_handle_t) == STRAND_NET_HANDLE_MAXSIZE, "handle is exactly 128 bytes");
 
@@ -220,6 +223,7 @@ typedef struct {
   bool posted;
   fi_addr_t dest;
   uint32_t owner_comm; /* comm whose probe this is (0 = none) */
+  int attempts;        /* sends of this message so far (TRUNC notices are retried) */
   ofi_ctrl_msg_t msg;
 } ofi_ctrl_send_t;
 
@@ -298,6 +302,8 @@ void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen);
 int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
                   uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
                   size_t name_len);
+/* Send a copy of a control message again (attempt number `attempt`). */
+int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt);
 strand_result_t ofi_errno_result(int err);
 
 /* ---- connections (ofi_conn.c) ---- */

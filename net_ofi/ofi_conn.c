@@ -26,7 +26,10 @@ static uint64_t random_u64(void) {
 }
 
 void ofi_comm_fail(ofi_comm_t *c, strand_result_t res, const char *fmt, ...) {
-  if (c->failed != STRAND_SUCCESS) return;
+  if (c->failed != STRAND_SUCCESS) {
+    if (c->state != OFI_CONN_READY) c->state = OFI_CONN_FAILED;
+    return;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->fail_msg, sizeof c->fail_msg, fmt, ap);
@@ -121,10 +124,9 @@ out:
 }
 
 static ofi_comm_t *find_connecting(ofi_dev_t *d, const ofi_handle_t *h) {
-  if (!h->connect_token) return NULL;
   for (ofi_comm_t *c = d->comms; c; c = c->next)
-    if (c->kind == OFI_COMM_SEND && !c->closed && c->state != OFI_CONN_READY &&
-        c->connect_token == h->connect_token && c->nonce == h->nonce)
+    if (c->kind == OFI_COMM_SEND && !c->closed && !c->handed_out && c->listen_id == h->listen_id && c->nonce == h->nonce &&
+        c->listen_name_len == h->name_len && memcmp(c->listen_name, h->name, h->name_len) == 0)
       return c;
   return NULL;
 }
@@ -165,31 +167,34 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     c->peer_id = h->listen_id;
     c->nonce = h->nonce;
     c->state = OFI_CONN_SENDING;
-    c->connect_token = random_u64();
+    c->listen_id = h->listen_id;
+    c->listen_name_len = h->name_len;
+    memcpy(c->listen_name, h->name, h->name_len);
     ofi_addr_str(h->name, h->name_len, c->peer_str, sizeof c->peer_str);
-    h->connect_token = c->connect_token;
   }
-  if (c->state == OFI_CONN_SENDING &&
-      ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
-                    d->ep_name, d->ep_name_len) == 0)
+  if (c->state == OFI_CONN_SENDING && ofi_now_ms() >= c->retry_at_ms) {
+    /* Set first: a send that fails at once reports through ofi_conn_ctrl_sent right away. */
     c->state = OFI_CONN_WAIT_ACCEPT;
+    if (ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
+                      d->ep_name, d->ep_name_len) != 0 &&
+        c->state == OFI_CONN_WAIT_ACCEPT)
+      c->state = OFI_CONN_SENDING; /* every control slot busy: try again on the next call */
+  }
   ofi_progress(d);
-  if (c->state == OFI_CONN_WAIT_ACCEPT &&
+  if ((c->state == OFI_CONN_WAIT_ACCEPT || c->state == OFI_CONN_SENDING) &&
       ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.peer_timeout_ms)
     ofi_comm_fail(c, STRAND_REMOTE_ERROR,
                   "no answer to the connect message within %ld s (STRAND_OFI_PEER_TIMEOUT_S); is "
                   "the listening rank alive and polling accept, and can %s reach %s?",
                   ofi_params.peer_timeout_ms / 1000, d->ep_str, c->peer_str);
   if (c->state == OFI_CONN_READY) {
-    h->connect_token = 0;
-    c->connect_token = 0;
+    c->handed_out = true;
     c->last_probe_ms = ofi_now_ms();
     *sendComm = c;
     STRAND_INFO(STRAND_SUBSYS_NET, "connected to %s on %s: comm %u -> peer comm %u", c->peer_str, d->name, c->id,
              c->data_id);
   } else if (c->state == OFI_CONN_FAILED) {
     r = c->failed != STRAND_SUCCESS ? c->failed : STRAND_REMOTE_ERROR;
-    h->connect_token = 0;
     c->closed = true; /* a CONNECT still in flight refers to it by id, never by pointer */
     ofi_comm_free(c);
   }
@@ -386,6 +391,11 @@ void ofi_conn_handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
 
 void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, int err, const char *errstr) {
   if (!cs->owner_comm) {
+    /* A truncation can take the provider connection down with it (tcp;ofi_rxm does), and the
+     * notice is then lost with it; the provider reconnects for a new send, so try again. */
+    if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_TRUNC && cs->attempts < 4 &&
+        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1) == 0)
+      return;
     if (err && err != FI_ECANCELED)
       STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u on %s not delivered: %s", cs->msg.kind, d->name,
                errstr ? errstr : "");
@@ -394,10 +404,23 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, int err, const char *
   ofi_comm_t *c = ofi_dev_find_comm(d, cs->owner_comm);
   if (!c) return;
   c->outstanding--;
+  /* A connect message the provider could not deliver (peer endpoint not reachable yet, provider
+   * connection set-up refused or timed out under load) is sent again until the connect bound. */
+  if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_CONNECT &&
+      c->state == OFI_CONN_WAIT_ACCEPT &&
+      ofi_now_ms() - c->t_start_ms < (uint64_t)ofi_params.peer_timeout_ms) {
+    STRAND_INFO(STRAND_SUBSYS_NET, "connect message to %s on %s not delivered (%s); retrying",
+                c->peer_str, d->name, errstr ? errstr : "");
+    c->state = OFI_CONN_SENDING;
+    c->retry_at_ms = ofi_now_ms() + 100;
+    ofi_comm_maybe_reap(c);
+    return;
+  }
   if (err == 0) {
     if (cs->msg.kind == OFI_CTRL_PROBE) c->probe_sent_ms = 0;
   } else if (err != FI_ECANCELED) {
-    if (ofi_errno_is_connection_loss(err)) ofi_peer_broken(d, c->peer, errstr ? errstr : "");
+    if (ofi_errno_is_connection_loss(err) && cs->msg.kind != OFI_CTRL_CONNECT)
+      ofi_peer_broken(d, c->peer, errstr ? errstr : "");
     ofi_comm_fail(c, ofi_errno_result(err), "%s message to the peer failed: %s",
                   cs->msg.kind == OFI_CTRL_CONNECT  ? "connect"
                   : cs->msg.kind == OFI_CTRL_PROBE  ? "liveness probe"

@@ -39,7 +39,7 @@ static const strand_param_def_t ofi_param_defs[] = {
                       "offers it and libcuda is present"),
     STRAND_PARAM_INT("STRAND_OFI_PROBE_MS", NULL, 1000, 10, 3600000,
                      "a request waiting this long makes its comm probe the peer's endpoint"),
-    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 30, 1, 86400,
+    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 10, 1, 86400,
                      "connect answers and liveness probes not taken within this fail the comm"),
     STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
                      "how long close waits for in-flight operations before leaving them to drain"),
@@ -561,6 +561,7 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
   cs->posted = false;
   cs->dest = dest;
   cs->owner_comm = owner_comm;
+  cs->attempts = 1;
   cs->msg.magic = OFI_CTRL_MAGIC;
   cs->msg.version = OFI_CTRL_VERSION;
   cs->msg.kind = kind;
@@ -576,6 +577,21 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
     ofi_comm_t *c = ofi_dev_find_comm(d, owner_comm);
     if (c) c->outstanding++;
   }
+  post_ctrl_send(d, cs);
+  return 0;
+}
+
+int ofi_ctrl_resend(ofi_dev_t *d, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt) {
+  ofi_ctrl_send_t *cs = NULL;
+  for (int k = 0; k < OFI_CTRL_SENDS && !cs; k++)
+    if (!d->ctrl_send[k].busy) cs = &d->ctrl_send[k];
+  if (!cs) return -FI_EAGAIN;
+  cs->msg = *msg;
+  cs->busy = true;
+  cs->posted = false;
+  cs->dest = dest;
+  cs->owner_comm = 0;
+  cs->attempts = attempt;
   post_ctrl_send(d, cs);
   return 0;
 }

@@ -24,10 +24,8 @@ static const strand_param_def_t sk_params[] = {
                      "NCCL's sockets per thread: data streams = threads x this (-2 = unset)"),
     STRAND_PARAM_INT("STRAND_SOCKET_INLINE", "NCCL_SOCKET_INLINE", 16384, 0, 1 << 20,
                      "messages up to this many bytes ride inline on the control stream"),
-    STRAND_PARAM_INT("STRAND_SOCKET_MIN_CHUNK", "NCCL_SOCKET_MIN_TASKSIZE", 131072, 4096,
+    STRAND_PARAM_INT("STRAND_SOCKET_MIN_CHUNK", "NCCL_SOCKET_MIN_TASKSIZE", 65536, 4096,
                      SK_MAX_CHUNK, "smallest chunk a large message is cut into"),
-    STRAND_PARAM_INT("STRAND_SOCKET_ZCOPY_THRESHOLD", NULL, 0, 0, 1LL << 30,
-                     "chunks of at least this many bytes are sent with MSG_ZEROCOPY (0 = off)"),
     STRAND_PARAM_INT("STRAND_SOCKET_SNDBUF", "NCCL_SOCKET_SNDBUF", -1, -1, 1LL << 30,
                      "SO_SNDBUF of every stream in bytes (-1 = OS autotuning)"),
     STRAND_PARAM_INT("STRAND_SOCKET_RCVBUF", "NCCL_SOCKET_RCVBUF", -1, -1, 1LL << 30,
@@ -35,6 +33,12 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_TIMEOUT_MS", NULL, 30000, 1000, 3600000,
                      "a silent peer (no FIN/RST) is declared dead after this long "
                      "(TCP_USER_TIMEOUT, keepalive)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_CONNECT_TIMEOUT_MS", NULL, 10000, 100, 600000,
+                     "connect gives up (error) after this long when the peer refuses or does not "
+                     "answer: its listener is closed or its process is dead"),
+    STRAND_PARAM_INT("STRAND_SOCKET_YIELD", NULL, SK_AUTO, SK_AUTO, 1,
+                     "sched_yield() when test() finds a request not done (-2 = auto: only when "
+                     "the proxy thread moves the data, i.e. nthreads 0)"),
     STRAND_PARAM_BOOL("STRAND_SOCKET_NUMA_PIN", NULL, true,
                       "pin worker threads to the NIC's NUMA node when sysfs names one"),
 };
@@ -54,10 +58,11 @@ static strand_result_t get_int(const char *name, int64_t *v, bool *from_env) {
 
 /* Automatic worker count. Below 5 cores the proxy thread (which NCCL keeps spinning in test())
  * moves the bytes itself: extra threads would only compete with it for the same cores. Above that,
- * roughly one worker per 4 cores, limited by what the link can use (a worker moves several GB/s). */
+ * 3 workers per 8 cores (12 on a 32-core host: the best of 4..24 measured on 2xH200, see
+ * docs/benchmarks/socket.md), limited by what a slower link can use. */
 static int auto_threads(int speed_mbps, bool speed_known, int ncpus) {
   if (ncpus <= 4) return 0;
-  int t = ncpus / 4;
+  int t = ncpus * 3 / 8;
   if (t < 2) t = 2;
   if (t > 16) t = 16;
   if (speed_known && speed_mbps <= 25000 && t > 2) t = 2;
@@ -65,9 +70,10 @@ static int auto_threads(int speed_mbps, bool speed_known, int ncpus) {
   return t;
 }
 
+/* One data stream per worker, so every connection spreads over the whole pool. */
 static int auto_streams(int nthreads, int speed_mbps, bool speed_known) {
   if (nthreads == 0) return 2;
-  int s = 2 * nthreads;
+  int s = nthreads;
   if (speed_known && speed_mbps <= 25000 && s > 4) s = 4;
   if (s < 4) s = 4;
   if (s > 16) s = 16;
@@ -112,14 +118,17 @@ strand_result_t sk_config_load(sk_config_t *cfg, int speed_mbps, int ncpus) {
   cfg->inline_max = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_MIN_CHUNK", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->min_chunk = (size_t)v;
-  if ((rc = get_int("STRAND_SOCKET_ZCOPY_THRESHOLD", &v, NULL)) != STRAND_SUCCESS) return rc;
-  cfg->zcopy_threshold = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_SNDBUF", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->sndbuf = (int)v;
   if ((rc = get_int("STRAND_SOCKET_RCVBUF", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->rcvbuf = (int)v;
   if ((rc = get_int("STRAND_SOCKET_TIMEOUT_MS", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->timeout_ms = (int)v;
+  if ((rc = get_int("STRAND_SOCKET_CONNECT_TIMEOUT_MS", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->connect_timeout_ms = (int)v;
+  bool env_yield = false;
+  if ((rc = get_int("STRAND_SOCKET_YIELD", &v, &env_yield)) != STRAND_SUCCESS) return rc;
+  cfg->yield = env_yield ? v == 1 : cfg->nthreads == 0;
   bool pin = true;
   if ((rc = strand_param_get_bool("STRAND_SOCKET_NUMA_PIN", &pin)) != STRAND_SUCCESS) return rc;
   cfg->numa_pin = pin;

@@ -51,10 +51,11 @@ typedef struct {
   int nstreams;            /* data streams per connection */
   size_t inline_max;       /* messages up to this size ride on the control stream */
   size_t min_chunk;        /* smallest chunk a message is cut into */
-  size_t zcopy_threshold;  /* chunks at least this large use MSG_ZEROCOPY; 0 = never */
   int sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF, <= 0 = OS default */
   int timeout_ms;          /* TCP_USER_TIMEOUT and keepalive bound for a silent peer */
+  int connect_timeout_ms;  /* connect retries (refused, unreachable) give up after this */
   bool numa_pin;           /* pin workers to the NIC's NUMA node */
+  bool yield;              /* sched_yield() in test() while a request is not done */
   const char *nthreads_src, *nstreams_src; /* how the value was chosen, for the INFO line */
 } sk_config_t;
 
@@ -147,6 +148,7 @@ typedef struct sk_send_req {
   _Atomic size_t bytes_done;   /* bytes handed to the kernel (workers or proxy) */
   uint32_t seq;
   uint8_t slot, idx;
+  uint64_t ctrl_end; /* done only once tx_written reaches this: header (+ inline payload) left */
   struct sk_send_req *next_pending; /* proxy: FIFO of requests not fully chunked */
 } sk_send_req_t;
 
@@ -166,6 +168,7 @@ typedef struct sk_recv_slot {
   uint32_t seq;
   int n;
   int failed;                /* an ERR message named this receive */
+  int nlarge;                /* entries whose payload may come over the data streams */
   sk_recv_entry_t e[SK_MAX_RECVS];
 } sk_recv_slot_t;
 
@@ -214,6 +217,7 @@ typedef struct sk_comm {
   /* control stream, proxy thread only */
   uint8_t *tx;
   size_t tx_len, tx_off, tx_cap;
+  uint64_t tx_accepted, tx_written; /* control bytes ever accepted / handed to the kernel */
   uint8_t *rx;
   size_t rx_len, rx_cap;
   size_t inline_max;
@@ -232,6 +236,7 @@ typedef struct sk_comm {
   /* receive side */
   strand_pool_t slots;
   uint32_t next_seq;
+  int large_posted; /* sum of nlarge over posted receives: 0 = data streams need no polling */
 } sk_comm_t;
 
 /* ---------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ static void sock_opts(int traffic_class, strand_sock_opts_t *o) {
   o->nodelay = true;
   o->sndbuf = cfg->sndbuf;
   o->rcvbuf = cfg->rcvbuf;
-  o->connect_timeout_ms = cfg->timeout_ms;
+  o->connect_timeout_ms = cfg->connect_timeout_ms;
   if (traffic_class >= 0) {
     o->tos = traffic_class & 0xff;
     o->priority = (traffic_class >> 5) & 0x7;

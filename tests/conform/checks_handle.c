@@ -36,7 +36,7 @@ static conform_status_t handle_size_limit(conform_ctx_t *c) {
 
 static conform_status_t handle_listen_comm(conform_ctx_t *c) {
   for (int dev = 0; dev < c->ndev; dev++) {
-    unsigned char h[STRAND_NET_HANDLE_MAXSIZE];
+    unsigned char h[CONFORM_LISTEN_BUF];
     memset(h, 0, sizeof h);
     void *lc = NULL;
     conform_phase(c, "listen(dev %d)", dev);

@@ -1,4 +1,334 @@
+/* strand-conform — life.*: many comms, several proxy threads, teardown with requests in flight,
+ * listener and connection churn, init/finalize cycles and contexts (spec §1.4, §6.1, §6.9, §6.11),
+ * with file-descriptor and RSS accounting for leaks. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
 #include "conform.h"
+
+static conform_status_t verdict(conform_ctx_t *c) {
+  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
+}
+
+/* Plugins may close sockets from helper threads a moment after close returns. */
+static int settle_fds(int baseline, int slack) {
+  int n = conform_count_fds();
+  for (int i = 0; i < 100 && n > baseline + slack; i++) {
+    conform_sleep(0.02);
+    n = conform_count_fds();
+  }
+  return n;
+}
+
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+static conform_status_t life_many_comms(conform_ctx_t *c) {
+  strand_props_v12_t p;
+  if (conform_props(c, 0, &p)) return CONFORM_FAIL;
+  int n = c->quick ? 64 : 256;
+  if (p.maxComms < n) n = p.maxComms;
+  raise_fd_limit();
+  conform_link_t *l = calloc((size_t)n, sizeof *l);
+  int opened = 0;
+  for (; opened < n; opened++)
+    if (conform_link_open(c, 0, &l[opened])) {
+      conform_fail(c, "connection pair %d of %d (maxComms %d) could not be established", opened + 1,
+                   n, p.maxComms);
+      break;
+    }
+  for (int i = 0; i < opened && c->status != CONFORM_FAIL; i++)
+    if (conform_ping(c, &l[i], 512 + (size_t)i, 70000 + (uint64_t)i))
+      conform_fail(c, "(on connection %d of %d alive at once)", i, opened);
+  for (int i = 0; i < opened; i++) conform_link_close(c, &l[i]);
+  free(l);
+  if (c->status != CONFORM_FAIL) conform_note(c, "%d connection pairs alive at once on device 0", n);
+  return verdict(c);
+}
+
+typedef struct {
+  conform_ctx_t ctx; /* a private copy: results and phase per thread */
+  conform_link_t *link;
+  int id, rounds;
+} thr_arg_t;
+
+static void *thread_body(void *p) {
+  thr_arg_t *a = p;
+  conform_ctx_t *c = &a->ctx;
+  for (int i = 0; i < a->rounds && c->status != CONFORM_FAIL; i++)
+    conform_ping(c, a->link, (size_t)(i * 7919 % 200000) + 1, 80000 + (uint64_t)(a->id * 100000 + i));
+  return NULL;
+}
+
+static conform_status_t life_threads(conform_ctx_t *c) {
+  enum { NT = 4 };
+  conform_link_t l[NT];
+  int opened = 0;
+  for (; opened < NT; opened++)
+    if (conform_link_open(c, 0, &l[opened])) goto out;
+  if (conform_barrier(c)) {
+    conform_fail(c, "%s", c->bs_error);
+    goto out;
+  }
+  thr_arg_t args[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    args[t].ctx = *c;
+    args[t].ctx.bs_fd = -1; /* the bootstrap is not thread-safe; threads only see the plugin */
+    args[t].ctx.bs_state = NULL;
+    args[t].ctx.phase = NULL;
+    args[t].ctx.msg[0] = args[t].ctx.note[0] = '\0';
+    args[t].ctx.status = CONFORM_PASS;
+    args[t].link = &l[t];
+    args[t].id = t;
+    args[t].rounds = c->quick ? 100 : 400;
+    pthread_create(&th[t], NULL, thread_body, &args[t]);
+  }
+  conform_phase(c, "%d threads driving %d comm pairs", NT, NT);
+  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < NT; t++)
+    if (args[t].ctx.status == CONFORM_FAIL) conform_fail(c, "thread %d: %s", t, args[t].ctx.msg);
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "%d threads x %d round trips on their own comms", NT, args[0].rounds);
+out:
+  for (int t = 0; t < opened; t++) conform_link_close(c, &l[t]);
+  return verdict(c);
+}
+
+/* Link A: we post receives our peer never matches. Link B: we post sends our peer never
+ * receives. Then everything is closed with those requests still in flight. */
+static conform_status_t life_close_inflight(conform_ctx_t *c) {
+  conform_link_t a, b;
+  if (conform_link_open(c, 0, &a)) return CONFORM_FAIL;
+  if (conform_link_open(c, 0, &b)) return CONFORM_FAIL;
+  size_t len = 1 << 20;
+  unsigned char *rbuf = calloc(1, 4 * len), *sbuf = calloc(1, 4 * len);
+  void *rmh = NULL, *smh = NULL;
+  if (conform_reg(c, a.recv_comm, rbuf, 4 * len, STRAND_PTR_HOST, &rmh) ||
+      conform_reg(c, b.send_comm, sbuf, 4 * len, STRAND_PTR_HOST, &smh))
+    goto out;
+  for (int i = 0; i < 4; i++) {
+    void *req, *d = rbuf + (size_t)i * len;
+    size_t sz = len;
+    int tag = c->prev;
+    if (conform_irecv(c, a.recv_comm, 1, &d, &sz, &tag, &rmh, &req)) goto out;
+  }
+  for (int i = 0; i < 4; i++) {
+    void *req = NULL;
+    conform_phase(c, "isend #%d that nobody receives", i);
+    strand_result_t r = c->net->isend(b.send_comm, sbuf + (size_t)i * len, len, c->rank, smh, NULL, &req);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "isend returned %s", conform_result_str(r));
+      goto out;
+    }
+    if (req) {
+      int done = 0;
+      c->net->test(req, &done, NULL); /* one progress call, as the proxy would */
+    }
+  }
+  if (conform_barrier(c)) {
+    conform_fail(c, "%s", c->bs_error);
+    goto out;
+  }
+  /* NCCL's teardown order: deregMr, then close (§6.9). Each call must return promptly. */
+  double bound = 5.0 * conform_opts.timeout_scale;
+  struct { void *comm; void *mh; int kind; const char *name; } steps[] = {
+    {a.recv_comm, rmh, 0, "deregMr(recv)"}, {b.send_comm, smh, 0, "deregMr(send)"},
+    {a.send_comm, NULL, 1, "closeSend(idle)"}, {a.recv_comm, NULL, 2, "closeRecv(receives in flight)"},
+    {b.send_comm, NULL, 1, "closeSend(sends in flight)"}, {b.recv_comm, NULL, 2, "closeRecv(idle)"},
+  };
+  for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+    conform_phase(c, "%s", steps[s].name);
+    double t0 = conform_now();
+    strand_result_t r = steps[s].kind == 0 ? c->net->deregMr(steps[s].comm, steps[s].mh)
+                        : steps[s].kind == 1 ? c->net->closeSend(steps[s].comm)
+                                             : c->net->closeRecv(steps[s].comm);
+    double dt = conform_now() - t0;
+    if (dt > bound) conform_fail(c, "%s took %.1f s (bound %.0f s)", steps[s].name, dt, bound);
+    if (r != STRAND_SUCCESS && steps[s].kind != 0)
+      conform_note(c, "%s returned %s", steps[s].name, conform_result_str(r));
+  }
+  rmh = smh = NULL;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  conform_barrier(c);
+out:
+  if (rmh) conform_dereg(c, a.recv_comm, rmh);
+  if (smh) conform_dereg(c, b.send_comm, smh);
+  if (a.send_comm) conform_link_close(c, &a);
+  if (b.send_comm) conform_link_close(c, &b);
+  free(rbuf);
+  free(sbuf);
+  return verdict(c);
+}
+
+static conform_status_t life_listen_close(conform_ctx_t *c) {
+  int n = c->quick ? 50 : 200;
+  for (int warm = 0; warm < 3 + n; warm++) {
+    static int baseline;
+    if (warm == 3) baseline = settle_fds(0, 1 << 20);
+    unsigned char h[CONFORM_LISTEN_BUF];
+    void *lc = NULL;
+    conform_phase(c, "listen #%d", warm);
+    strand_result_t r = c->net->listen(c->net_ctx, 0, h, &lc);
+    if (r != STRAND_SUCCESS || !lc) return conform_fail(c, "listen #%d returned %s", warm, conform_result_str(r));
+    conform_phase(c, "closeListen #%d", warm);
+    r = c->net->closeListen(lc);
+    if (r != STRAND_SUCCESS) return conform_fail(c, "closeListen #%d returned %s", warm, conform_result_str(r));
+    if (warm == 2 + n) {
+      int now = settle_fds(baseline, 2);
+      if (now > baseline + 2)
+        return conform_fail(c, "%d listen/closeListen cycles without a connection left %d more file "
+                            "descriptors open (%d -> %d)", n, now - baseline, baseline, now);
+    }
+  }
+  conform_note(c, "%d listen/closeListen cycles, no descriptor leaked", n);
+  return CONFORM_PASS;
+}
+
+static conform_status_t life_connect_close(conform_ctx_t *c) {
+  int n = c->quick ? 15 : 40;
+  int baseline = -1;
+  long rss0 = -1;
+  for (int i = 0; i < n + 2; i++) {
+    if (i == 2) {
+      baseline = settle_fds(0, 1 << 20);
+      rss0 = conform_rss_kib();
+    }
+    conform_link_t l;
+    if (conform_link_open(c, 0, &l)) return conform_fail(c, "(cycle %d)", i);
+    if (conform_ping(c, &l, 100000, 90000 + (uint64_t)i)) return conform_fail(c, "(cycle %d)", i);
+    conform_link_close(c, &l);
+  }
+  int fds = settle_fds(baseline, 2);
+  long rss = conform_rss_kib();
+  if (fds > baseline + 2)
+    conform_fail(c, "%d connect/transfer/close cycles left %d more file descriptors open (%d -> %d)",
+                 n, fds - baseline, baseline, fds);
+  if (rss0 > 0 && rss - rss0 > 64 * 1024)
+    conform_fail(c, "RSS grew by %ld KiB over %d connect/close cycles", rss - rss0, n);
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "%d cycles: fds %d -> %d, RSS %+ld KiB", n, baseline, fds, rss - rss0);
+  return verdict(c);
+}
+
+static conform_status_t life_init_finalize(conform_ctx_t *c) {
+  int n = c->quick ? 8 : 20;
+  int baseline = -1;
+  for (int i = 0; i < n + 1; i++) {
+    void *ctx = NULL;
+    strand_result_t r = conform_plugin_init(c, &ctx, 0x1000 + (uint64_t)i);
+    if (r != STRAND_SUCCESS) return conform_fail(c, "init #%d returned %s", i + 1, conform_result_str(r));
+    c->net_ctx = ctx;
+    int nd = 0;
+    conform_phase(c, "devices");
+    c->net->devices(&nd);
+    c->ndev = nd;
+    conform_link_t l;
+    if (conform_link_open(c, 0, &l)) return conform_fail(c, "(after init #%d)", i + 1);
+    if (conform_ping(c, &l, 5000, 95000 + (uint64_t)i)) return conform_fail(c, "(after init #%d)", i + 1);
+    conform_link_close(c, &l);
+    r = conform_plugin_finalize(c, ctx);
+    c->net_ctx = NULL;
+    if (r != STRAND_SUCCESS) return conform_fail(c, "finalize #%d returned %s", i + 1, conform_result_str(r));
+    if (i == 0) baseline = settle_fds(0, 1 << 20);
+  }
+  int fds = settle_fds(baseline, 2);
+  if (fds > baseline + 2)
+    return conform_fail(c, "%d init/finalize cycles left %d more file descriptors open (%d -> %d)",
+                        n, fds - baseline, baseline, fds);
+  conform_note(c, "%d init/connect/finalize cycles%s", n,
+               c->version <= 10 ? " (v6-v10: the core adapter inits the plugin once)" : "");
+  return CONFORM_PASS;
+}
+
+static conform_status_t life_two_contexts(conform_ctx_t *c) {
+  if (c->version < 11) return conform_skip(c, "v%d cores init once and share one context", c->version);
+  void *ctx[2] = {NULL, NULL};
+  conform_link_t l[2];
+  memset(l, 0, sizeof l);
+  for (int k = 0; k < 2; k++) {
+    strand_result_t r = conform_plugin_init(c, &ctx[k], 0x2000 + (uint64_t)k);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "init of communicator context #%d (with #1 alive) returned %s", k + 1,
+                   conform_result_str(r));
+      goto out;
+    }
+  }
+  c->net->devices(&c->ndev);
+  for (int k = 0; k < 2; k++) {
+    c->net_ctx = ctx[k];
+    if (conform_link_open(c, 0, &l[k])) goto out;
+  }
+  for (int k = 0; k < 2; k++)
+    if (conform_ping(c, &l[k], 3000 + (size_t)k, 96000 + (uint64_t)k)) goto out;
+out:
+  for (int k = 0; k < 2; k++) {
+    if (l[k].send_comm || l[k].recv_comm) conform_link_close(c, &l[k]);
+    if (ctx[k]) {
+      strand_result_t r = conform_plugin_finalize(c, ctx[k]);
+      if (r != STRAND_SUCCESS) conform_fail(c, "finalize of context #%d returned %s", k + 1, conform_result_str(r));
+    }
+  }
+  c->net_ctx = NULL;
+  return verdict(c);
+}
+
+static conform_status_t life_set_net_attr(conform_ctx_t *c) {
+  if (c->version < 11) return conform_skip(c, "setNetAttr appears in v11");
+  if (!c->net->setNetAttr) return conform_skip(c, "setNetAttr is NULL (allowed: no hints)");
+  /* What NCCL sends at connect time for a P2P connection (§6.11). */
+  strand_net_attr_t a;
+  memset(&a, 0xff, sizeof a);
+  a.sendCommAttr.minConcurrentPeers = a.recvCommAttr.minConcurrentPeers = 1;
+  a.sendCommAttr.minFlowsPerPeer = a.recvCommAttr.minFlowsPerPeer = 1;
+  a.sendCommAttr.maxConcurrentPeers = a.recvCommAttr.maxConcurrentPeers = c->nranks;
+  a.sendCommAttr.maxFlowsPerPeer = a.recvCommAttr.maxFlowsPerPeer = 2;
+  a.op = (1u << STRAND_FUNC_SEND) | (1u << STRAND_FUNC_RECV) | (1u << STRAND_FUNC_ALLTOALL) |
+         (1u << STRAND_FUNC_SCATTER) | (1u << STRAND_FUNC_GATHER);
+  conform_phase(c, "setNetAttr(connect hints)");
+  strand_result_t r = c->net->setNetAttr(c->net_ctx, &a);
+  if (r != STRAND_SUCCESS)
+    conform_fail(c, "setNetAttr with NCCL's connect-time hints returned %s (NCCL ignores the value, "
+                 "but the plugin rejected NCCL's own hint)", conform_result_str(r));
+  conform_link_t l;
+  if (conform_link_open(c, 0, &l)) return CONFORM_FAIL;
+  /* per-transfer update: a ring all-reduce, SIMPLE protocol */
+  a.sendCommAttr.minConcurrentPeers = a.sendCommAttr.maxConcurrentPeers = 1;
+  a.sendCommAttr.minFlowsPerPeer = a.sendCommAttr.maxFlowsPerPeer = 1;
+  a.op = 1u << STRAND_FUNC_ALLREDUCE;
+  a.algo = 1u << STRAND_ALGO_RING;
+  a.proto = 1u << STRAND_PROTO_SIMPLE;
+  conform_phase(c, "setNetAttr(transfer hints)");
+  r = c->net->setNetAttr(c->net_ctx, &a);
+  if (r != STRAND_SUCCESS)
+    conform_fail(c, "setNetAttr with per-transfer hints returned %s", conform_result_str(r));
+  conform_ping(c, &l, 10000, 97000);
+  conform_link_close(c, &l);
+  return verdict(c);
+}
+
 const conform_check_t conform_checks_lifecycle[] = {
+  {"life.many-comms", "§2.6 maxComms, §6.7", "hundreds of comm pairs alive at once, each carries a message",
+   life_many_comms, 90, CONFORM_F_SLOW},
+  {"life.threads", "§1.4 threads", "four threads drive four comm pairs concurrently", life_threads, 60, 0},
+  {"life.close-inflight", "§6.9", "dereg/close with unmatched requests in flight return promptly",
+   life_close_inflight, 40, 0},
+  {"life.listen-close", "§6.1 step 5", "listen/closeListen without connect leaks no descriptor",
+   life_listen_close, 30, 0},
+  {"life.connect-close-no-leak", "§6.9, §1.4", "connect/transfer/close cycles: fds and RSS back to baseline",
+   life_connect_close, 60, 0},
+  {"life.init-finalize", "§1.4, §1.5", "init/connect/finalize cycles leak no descriptor",
+   life_init_finalize, 60, CONFORM_F_NO_INIT},
+  {"life.two-contexts", "§1.4", "two init contexts alive at once, each with a connection (v11+)",
+   life_two_contexts, 30, CONFORM_F_NO_INIT},
+  {"life.set-net-attr", "§6.11", "setNetAttr with NCCL's hints is accepted (v11+)", life_set_net_attr, 30, 0},
   {0},
 };

@@ -26,6 +26,10 @@
 #define CONFORM_MAX_VERSIONS 7          /* v6..v12 */
 #define CONFORM_MSG_MAX 1024            /* one result message */
 #define CONFORM_PATH_MAX 4096
+/* listen() gets a buffer this large although only NCCL_NET_HANDLE_MAXSIZE (128) bytes are shipped:
+ * a plugin that writes past 128 bytes fails handle.size-limit instead of smashing the stack of
+ * every other check. */
+#define CONFORM_LISTEN_BUF 512
 
 /* ------------------------------------------------------------------------------------------- */
 /* Options (main.c parses them; every process of a run sees the same values).                  */
@@ -154,6 +158,8 @@ extern const conform_check_t conform_checks_collnet[];
 /* registry.c: every check in report order; lookup by id; selection by --only/--skip globs. */
 int conform_all_checks(const conform_check_t ***out);
 const conform_check_t *conform_find_check(const char *id);
+/* Makes conform_find_check see the checks of the current run first (sim/perf scenarios). */
+void conform_set_running_checks(const conform_check_t *const *checks, int n);
 bool conform_check_selected(const conform_check_t *chk, const conform_opts_t *o);
 
 /* ------------------------------------------------------------------------------------------- */
@@ -253,6 +259,12 @@ int conform_irecv(conform_ctx_t *c, void *comm, int n, void **data, size_t *size
                   void **mhs, void **req);
 /* Poll test() until done; sizes may be NULL; `what` names the request in messages. */
 int conform_wait(conform_ctx_t *c, void *req, int *sizes, const char *what);
+/* Poll a send and a receive request together, as the proxy's progress loop does (a plugin may
+ * progress receives only from test() on them, so waiting on the send alone could deadlock).
+ * rsize may be NULL: the receive is then tested with sizes NULL. */
+int conform_wait_pair(conform_ctx_t *c, void *sreq, void *rreq, int *rsize);
+/* The same for n requests; sizes[i] may be NULL. */
+int conform_wait_all(conform_ctx_t *c, int n, void **reqs, int **sizes, const char *what);
 /* One message each way on the ring with verification: the smallest end-to-end proof a link works. */
 int conform_ping(conform_ctx_t *c, conform_link_t *l, size_t bytes, uint64_t salt);
 /* Init / finalize through the adapted table with NCCL's arguments (commId, config, logger). */

@@ -25,7 +25,19 @@ int conform_all_checks(const conform_check_t ***out) {
   return n;
 }
 
+/* The checks of the run in progress: the suite's registry, or the scenario list of sim/perf,
+ * which are not in the registry. Set by conform_run_checks. */
+static const conform_check_t *const *running_checks;
+static int running_count;
+
+void conform_set_running_checks(const conform_check_t *const *checks, int n) {
+  running_checks = checks;
+  running_count = n;
+}
+
 const conform_check_t *conform_find_check(const char *id) {
+  for (int i = 0; i < running_count; i++)
+    if (strcmp(running_checks[i]->id, id) == 0) return running_checks[i];
   const conform_check_t **all;
   int n = conform_all_checks(&all);
   for (int i = 0; i < n; i++)

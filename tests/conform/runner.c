@@ -20,6 +20,7 @@ typedef struct {
   volatile int valid;
   conform_rank_result_t res;
   volatile char phase[128];
+  volatile double started_at; /* conform_now() when every rank had joined the check */
 } child_shm_t;
 
 typedef struct {
@@ -53,22 +54,31 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   c.phase = shm->phase;
   c.bs_fd = -1;
   double t0 = conform_now();
-  c.deadline = t0 + it->check->timeout_s * conform_opts.timeout_scale;
+  /* The time bound starts when every rank is in the check: a rank that finished the previous
+   * check early must not spend its bound waiting for a slower peer. */
+  c.deadline = t0 + 900;
 
   if (conform_session_open(&c, hostport, item) != 0) {
     conform_fail(&c, "bootstrap: %s", c.bs_error);
+  } else if (conform_phase(&c, "waiting for the other ranks"), conform_barrier(&c) != 0) {
+    conform_fail(&c, "bootstrap: %s", c.bs_error);
   } else {
+    t0 = conform_now();
+    c.deadline = t0 + it->check->timeout_s * conform_opts.timeout_scale;
+    shm->started_at = t0;
     conform_status_t st = CONFORM_PASS;
     if (!(it->check->flags & CONFORM_F_NO_INIT)) {
       strand_result_t r = conform_plugin_init(&c, &c.net_ctx, 0x5354524e00000000ULL + (uint64_t)item);
+      /* A broken init is load.init's finding; other checks cannot run and say so (skip) instead
+       * of repeating the same failure under every id. */
       if (r != STRAND_SUCCESS) {
-        st = conform_fail(&c, "init returned %s (see load.init)", conform_result_str(r));
+        st = conform_skip(&c, "not run: init returned %s (see load.init)", conform_result_str(r));
       } else {
         c.inited = true;
         conform_phase(&c, "devices");
         r = c.net->devices(&c.ndev);
         if (r != STRAND_SUCCESS || c.ndev <= 0)
-          st = conform_fail(&c, "devices() returned %s with %d devices (see load.init)",
+          st = conform_skip(&c, "not run: devices() returned %s with %d devices (see load.init)",
                             conform_result_str(r), c.ndev);
       }
     }
@@ -143,7 +153,8 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
   }
   setpgid(pid, pid);
   double bound = it->check->timeout_s * conform_opts.timeout_scale;
-  double kill_at = t0 + bound + 2.0; /* the child's own deadline + time to report */
+  double kill_at = t0 + 900 + bound; /* until every rank joined; then the check's own bound */
+  bool started = false;
   char kill_reason[600] = "";
   bool aborted = false;
   int pfd = pidfd_open_compat(pid);
@@ -154,8 +165,15 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
     double left = kill_at - conform_now();
     int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
     if (pfd < 0 && ms > 10) ms = 10;
+    if (!started && ms > 20) ms = 20; /* notice the start to arm the real bound */
     int pr = poll(fds, pfd >= 0 ? 2 : 1, ms);
     if (pr < 0 && errno != EINTR) break;
+    if (!started && shm->started_at > 0) {
+      started = true;
+      t0 = shm->started_at;
+      double k = t0 + bound + 2.0; /* the child's own deadline + time to report */
+      if (k < kill_at) kill_at = k;
+    }
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) {
       exited = true;
@@ -305,8 +323,8 @@ static int rank_main(const char *hostport, int rank, int nranks,
     conform_rank_result_t res;
     memset(&res, 0, sizeof res);
     if (!conform_plugin_loaded && !(it->check->flags & CONFORM_F_NO_PLUGIN)) {
-      /* Not a skip: a library NCCL cannot load must never produce a green run. */
-      res.status = CONFORM_FAIL;
+      /* load.symbols names the cause; the run's exit status is non-zero anyway (report.c). */
+      res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "not run: the plugin did not load (see load.symbols)");
     } else if ((it->check->flags & CONFORM_F_COLLNET) && conform_plugin_loaded && !p->has_collnet) {
       res.status = CONFORM_SKIP;
@@ -371,6 +389,7 @@ int conform_rank_main(const char *hostport, int rank, int nranks) {
 }
 
 int conform_run_checks(const conform_check_t *const *checks, int n) {
+  conform_set_running_checks(checks, n);
   signal(SIGPIPE, SIG_IGN); /* coordinator and rank parents: sockets to dead peers must not kill us */
   int nranks = conform_opts.nranks;
   if (nranks < 1 || nranks > CONFORM_MAX_RANKS) {

@@ -51,7 +51,8 @@ int simperf_take_opts(int argc, char **argv, const simperf_opt_t *opts, simperf_
  * between this rank and its ring neighbours (send to c->next, receive from c->prev), with the same
  * request shape as a plugin (post, then test) so that perf.c runs one measurement loop for both.
  * A message is cut into up to `streams` chunks of at least RAWTCP_MIN_CHUNK bytes, chunk j of
- * message k on stream (k + j) % streams; one thread per stream and direction does blocking I/O. */
+ * message k on stream (k + j) % streams; the caller (in post/test) and one worker thread per
+ * stream and direction move the chunks with non-blocking I/O (see rawtcp.c). */
 #define RAWTCP_MAX_STREAMS 64
 #define RAWTCP_MIN_CHUNK (64 * 1024)
 #define RAWTCP_RING 1024 /* messages in flight per direction (depth x group fits) */
@@ -72,8 +73,9 @@ int rawtcp_isend(conform_ctx_t *c, rawtcp_t *t, void *buf, size_t size, void **r
 int rawtcp_irecv(conform_ctx_t *c, rawtcp_t *t, int n, void **bufs, const size_t *sizes, void **req);
 /* Non-blocking completion test; frees the request when done. */
 int rawtcp_test(conform_ctx_t *c, rawtcp_t *t, void *req, int *done);
-/* Latency path: blocking send / receive of one small message on stream 0 in the calling thread
- * (no hand-off to a worker: the best a TCP transport can do). Only while nothing is in flight. */
+/* Latency path: send / receive of one message on stream 0 in the calling thread, polled without
+ * sleeping (no hand-off, no wake-up: the best a TCP transport can do). Only while nothing else is
+ * in flight. */
 int rawtcp_send_now(conform_ctx_t *c, rawtcp_t *t, const void *buf, size_t size);
 int rawtcp_recv_now(conform_ctx_t *c, rawtcp_t *t, void *buf, size_t size);
 

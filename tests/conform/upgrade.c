@@ -232,8 +232,8 @@ static strand_result_t w_finalize(void *ctx) {
 static strand_result_t w_getprops(int dev, strand_props_v12_t *out) {
   union {
     strand_props_v6_t v6; strand_props_v7_t v7; strand_props_v8_t v8;
-    strand_props_v9_t v9; strand_props_v11_t v11;
-  } in;
+    strand_props_v9_t v9; strand_props_v11_t v11; strand_props_v12_t v12;
+  } in; /* big enough for any version, so props_to_v12 may read a whole v12 struct */
   memset(&in, 0, sizeof in);
   strand_result_t r = raw_getprops(g_raw)(dev, &in);
   if (r != STRAND_SUCCESS) return r;

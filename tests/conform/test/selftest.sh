@@ -1,2 +1,103 @@
 #!/bin/sh
-exit 77
+# Self-test of strand-conform's own machinery against the dummy plugin (test/dummy_plugin.c):
+# selection, crash and hang isolation, report formats, --list vs CHECKS.md, multi-host mode on
+# localhost, and a rank that never joins. usage: selftest.sh STRAND_CONFORM DUMMY_PLUGIN
+set -u
+CONFORM=$1
+DUMMY=$2
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/conform-selftest.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+ok() { echo "ok: $*"; }
+
+# 1. a healthy run: exit 0, exact last line
+"$CONFORM" --no-progress --only 'load.*,props.*' "$DUMMY" >"$WORK/1.out" 2>&1
+rc=$?
+last=$(tail -n 1 "$WORK/1.out")
+[ $rc = 0 ] && echo "$last" | grep -Eq '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' \
+  && ok "healthy run ($last)" || { cat "$WORK/1.out"; fail "healthy run rc=$rc last='$last'"; }
+
+# 2. a crashing plugin fails the check that crashed, the run goes on
+CONFORM_DUMMY_MODE=crash-props "$CONFORM" --no-progress --only 'props.speed-positive,load.symbols' \
+  "$DUMMY" >"$WORK/2.out" 2>&1
+rc=$?
+grep -q 'FAIL .*props.speed-positive' "$WORK/2.out" && grep -q 'crashed with SIGSEGV' "$WORK/2.out" \
+  && grep -q 'PASS .*load.symbols' "$WORK/2.out" && [ $rc = 1 ] \
+  && ok "crash isolated" || { cat "$WORK/2.out"; fail "crash isolation rc=$rc"; }
+
+# 3. a hanging plugin times out, bounded
+t0=$(date +%s)
+CONFORM_DUMMY_MODE=hang-props "$CONFORM" --no-progress --only props.name --timeout-scale 0.05 \
+  "$DUMMY" >"$WORK/3.out" 2>&1
+rc=$?
+t1=$(date +%s)
+grep -q 'timed out after' "$WORK/3.out" && [ $rc = 1 ] && [ $((t1 - t0)) -lt 30 ] \
+  && ok "hang bounded ($((t1 - t0)) s)" || { cat "$WORK/3.out"; fail "hang rc=$rc"; }
+
+# 4. exit() inside the plugin
+CONFORM_DUMMY_MODE=exit-init "$CONFORM" --no-progress --only load.init "$DUMMY" >"$WORK/4.out" 2>&1
+grep -q 'exited (status 3) without a result' "$WORK/4.out" && ok "exit() reported" \
+  || { cat "$WORK/4.out"; fail "exit() in plugin"; }
+
+# 5. TAP, JSON, JUnit
+"$CONFORM" --no-progress --tap --json "$WORK/r.json" --junit "$WORK/r.xml" --only 'props.*' \
+  "$DUMMY" >"$WORK/5.out" 2>&1
+head -n 1 "$WORK/5.out" | grep -q '^TAP version 13$' && grep -q '^1\.\.13$' "$WORK/5.out" \
+  && ok "TAP" || { cat "$WORK/5.out"; fail "TAP"; }
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['passed']+d['skipped']==13 and d['failed']==0" \
+  "$WORK/r.json" && ok "JSON" || fail "JSON"
+python3 -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); assert int(r.get('tests'))==13" \
+  "$WORK/r.xml" && ok "JUnit" || fail "JUnit"
+
+# 6. every listed id is documented in CHECKS.md and the other way round
+"$CONFORM" list | awk 'NF>1 && $1 ~ /\./ {print $1}' | sort >"$WORK/ids"
+grep -o '^| `[a-z0-9.-]*`' "$HERE/CHECKS.md" | tr -d '|` ' | sort >"$WORK/doc"
+if diff "$WORK/ids" "$WORK/doc" >/dev/null; then ok "--list matches CHECKS.md ($(wc -l <"$WORK/ids") ids)"
+else diff "$WORK/ids" "$WORK/doc"; fail "--list vs CHECKS.md"; fi
+
+# 7. a plugin that does not load: non-zero exit even when load.* is not selected
+"$CONFORM" --no-progress --only props.name /nonexistent/libnccl-net-x.so >"$WORK/7.out" 2>&1
+[ $? != 0 ] && grep -q 'did not load' "$WORK/7.out" && ok "unloadable plugin" \
+  || { cat "$WORK/7.out"; fail "unloadable plugin"; }
+
+# 8. multi-host mode on one host
+PORT=$(( 30000 + $$ % 20000 ))
+"$CONFORM" --no-progress --coordinator 127.0.0.1:$PORT --rank 1 --nranks 2 --only 'props.*' "$DUMMY" \
+  >"$WORK/8b.out" 2>&1 &
+B=$!
+"$CONFORM" --no-progress --coordinator 127.0.0.1:$PORT --rank 0 --nranks 2 --only 'props.*' "$DUMMY" \
+  >"$WORK/8a.out" 2>&1
+rca=$?
+wait $B
+rcb=$?
+[ $rca = 0 ] && [ $rcb = 0 ] && tail -n 1 "$WORK/8b.out" | grep -q 'passed, 0 failed' \
+  && ok "multi-host mode" || { cat "$WORK/8a.out" "$WORK/8b.out"; fail "multi-host rc=$rca/$rcb"; }
+
+# 9. a rank that never joins: bounded failure with a clear message
+t0=$(date +%s)
+"$CONFORM" --no-progress --coordinator 127.0.0.1:$((PORT + 1)) --rank 0 --nranks 2 \
+  --bootstrap-timeout 2 --only props.name "$DUMMY" >"$WORK/9.out" 2>&1
+rc=$?
+t1=$(date +%s)
+[ $rc != 0 ] && grep -q 'rank 1 did not join' "$WORK/9.out" && [ $((t1 - t0)) -lt 20 ] \
+  && ok "missing rank" || { cat "$WORK/9.out"; fail "missing rank rc=$rc"; }
+
+# 10. a rank process that dies mid-run: the others stop fast
+"$CONFORM" --no-progress --coordinator 127.0.0.1:$((PORT + 2)) --rank 1 --nranks 2 \
+  --only 'props.*' "$DUMMY" >"$WORK/10b.out" 2>&1 &
+B=$!
+sleep 0.3
+kill -9 $B 2>/dev/null
+t0=$(date +%s)
+"$CONFORM" --no-progress --coordinator 127.0.0.1:$((PORT + 2)) --rank 0 --nranks 2 \
+  --bootstrap-timeout 3 --only 'props.*' "$DUMMY" >"$WORK/10a.out" 2>&1
+rc=$?
+t1=$(date +%s)
+wait $B 2>/dev/null
+[ $rc != 0 ] && [ $((t1 - t0)) -lt 20 ] && ok "dead rank ends the run" \
+  || { cat "$WORK/10a.out"; fail "dead rank rc=$rc"; }
+
+echo "$FAILS selftest failure(s)"
+[ $FAILS = 0 ]

@@ -1,1 +1,179 @@
-int main(void) { return 0; }
+/* Unit tests of strand-conform's pieces that need no running plugin: the NCCL_NET_PLUGIN grammar
+ * and rewrite rule, symbol probing and version choice (dummy plugin), the upward adaptation of
+ * properties, patterns and guard bytes, --only/--skip selection, and the report's counts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conform.h"
+
+static void test_candidates(void **state) {
+  (void)state;
+  char c[20][256];
+  assert_int_equal(conform_plugin_candidates(NULL, c, 20), 1);
+  assert_string_equal(c[0], "libnccl-net.so");
+  assert_int_equal(conform_plugin_candidates("none", c, 20), 0);
+  assert_int_equal(conform_plugin_candidates("NoNe", c, 20), 0);
+  assert_int_equal(conform_plugin_candidates("a,,b,", c, 20), 2);
+  assert_string_equal(c[0], "a");
+  assert_string_equal(c[1], "b");
+  assert_int_equal(conform_plugin_candidates("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", c, 20), 14);
+  char longitem[300];
+  memset(longitem, 'x', 255);
+  longitem[255] = '\0';
+  char list[400];
+  snprintf(list, sizeof list, "%s,ok", longitem);
+  assert_int_equal(conform_plugin_candidates(list, c, 20), 1);
+  assert_string_equal(c[0], "ok");
+}
+
+static void test_rewrite(void **state) {
+  (void)state;
+  char buf[300];
+  assert_string_equal(conform_plugin_rewrite("strand-socket", buf, sizeof buf), "libnccl-net-strand-socket.so");
+  assert_null(conform_plugin_rewrite("libfoo.so", buf, sizeof buf));
+  assert_null(conform_plugin_rewrite("./x.so", buf, sizeof buf));
+  assert_null(conform_plugin_rewrite("/abs/libnccl-net-x.so", buf, sizeof buf));
+  assert_string_equal(conform_plugin_rewrite("libfoo", buf, sizeof buf), "libnccl-net-libfoo.so");
+  assert_string_equal(conform_plugin_rewrite("foo.so", buf, sizeof buf), "libnccl-net-foo.so.so");
+}
+
+static void test_load_dummy(void **state) {
+  (void)state;
+  const char *dummy = getenv("CONFORM_DUMMY");
+  assert_non_null(dummy);
+  static conform_plugin_t p;
+  char err[2048];
+  unsetenv("NCCL_NET");
+  assert_int_equal(conform_plugin_load(dummy, 0, &p, err, sizeof err), 0);
+  assert_int_equal(p.n_net_versions, 2);
+  assert_int_equal(p.net_versions[0], 12);
+  assert_int_equal(p.net_versions[1], 9);
+  assert_int_equal(p.version, 12);
+  assert_false(p.has_collnet);
+  /* --abi v9: the adapted table converts properties with the core's defaults */
+  assert_int_equal(conform_plugin_select(&p, 9, err, sizeof err), 0);
+  assert_int_equal(p.version, 9);
+  strand_props_v12_t pr;
+  memset(&pr, 0x77, sizeof pr);
+  assert_int_equal(p.net.getProperties(0, &pr), STRAND_SUCCESS);
+  assert_string_equal(pr.name, "dummy0");
+  assert_int_equal(pr.maxMultiRequestSize, 1);
+  assert_int_equal(pr.railId, -1);
+  assert_int_equal(pr.planeId, -1);
+  assert_null(p.net.setNetAttr);
+  assert_non_null(p.net.finalize);
+  /* v9 init is once per load and leaves the ctx NULL */
+  void *ctx = (void *)0x1234;
+  ctx = NULL;
+  strand_comm_config_t cfg = {-1};
+  assert_int_equal(p.net.init(&ctx, 1, &cfg, NULL, NULL), STRAND_SUCCESS);
+  assert_null(ctx);
+  assert_int_equal(p.net.finalize(ctx), STRAND_SUCCESS);
+  /* --abi v8 is not exported */
+  assert_int_not_equal(conform_plugin_select(&p, 8, err, sizeof err), 0);
+  /* NCCL_NET must match the name, case-insensitively */
+  setenv("NCCL_NET", "CONFORMDUMMY", 1);
+  static conform_plugin_t q;
+  assert_int_equal(conform_plugin_load(dummy, 0, &q, err, sizeof err), 0);
+  setenv("NCCL_NET", "IB", 1);
+  assert_int_not_equal(conform_plugin_load(dummy, 0, &q, err, sizeof err), 0);
+  unsetenv("NCCL_NET");
+  /* NCCL_NET_PLUGIN list: a missing first candidate, then the dummy */
+  char list[4200];
+  snprintf(list, sizeof list, "/nonexistent/libx.so,%s", dummy);
+  setenv("NCCL_NET_PLUGIN", list, 1);
+  assert_int_equal(conform_plugin_load(NULL, 0, &q, err, sizeof err), 0);
+  assert_string_equal(q.candidate, dummy);
+  setenv("NCCL_NET_PLUGIN", "none", 1);
+  assert_int_not_equal(conform_plugin_load(NULL, 0, &q, err, sizeof err), 0);
+  unsetenv("NCCL_NET_PLUGIN");
+}
+
+static void test_props_fields(void **state) {
+  (void)state;
+  const conform_field_t *f;
+  assert_int_equal(conform_props_fields(6, &f), 9);
+  assert_int_equal(conform_props_fields(12, &f), 19);
+  assert_int_equal(conform_props_size(9), 104);
+  assert_int_equal(conform_props_size(11), 112);
+  assert_int_equal(conform_props_size(12), 128);
+}
+
+static void test_patterns(void **state) {
+  (void)state;
+  size_t n = 100003;
+  unsigned char *b = malloc(n);
+  conform_fill(b, n, 42);
+  assert_int_equal(conform_verify(b, n, 42), -1);
+  assert_int_not_equal(conform_verify(b, n, 43), -1);
+  b[77777] ^= 1;
+  assert_int_equal(conform_verify(b, n, 42), 77777);
+  free(b);
+  assert_int_not_equal(conform_seed(0, 1, 5), conform_seed(1, 0, 5));
+  conform_buf_t g;
+  assert_int_equal(conform_buf_alloc(&g, 1000, 3), 0);
+  long long bad = 0;
+  memset(g.data, 1, 1000);
+  assert_true(conform_buf_guards_ok(&g, &bad));
+  g.data[1000] = 0;
+  assert_false(conform_buf_guards_ok(&g, &bad));
+  assert_int_equal(bad, 1000);
+  conform_buf_free(&g);
+}
+
+static void test_selection(void **state) {
+  (void)state;
+  conform_opts_t o;
+  memset(&o, 0, sizeof o);
+  const conform_check_t *x = conform_find_check("xfer.ordering");
+  const conform_check_t *p = conform_find_check("props.speed-positive");
+  assert_non_null(x);
+  assert_non_null(p);
+  assert_true(conform_check_selected(x, &o));
+  o.only[o.n_only++] = "xfer";
+  assert_true(conform_check_selected(x, &o));
+  assert_false(conform_check_selected(p, &o));
+  o.only[o.n_only++] = "props.s*";
+  assert_true(conform_check_selected(p, &o));
+  o.skip[o.n_skip++] = "*.ordering";
+  assert_false(conform_check_selected(x, &o));
+  /* ids are unique */
+  const conform_check_t **all;
+  int n = conform_all_checks(&all);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) assert_string_not_equal(all[i]->id, all[j]->id);
+}
+
+static void test_report_counts(void **state) {
+  (void)state;
+  conform_row_t rows[3];
+  memset(rows, 0, sizeof rows);
+  rows[0].status = CONFORM_PASS;
+  rows[1].status = CONFORM_FAIL;
+  rows[2].status = CONFORM_SKIP;
+  conform_run_result_t run;
+  memset(&run, 0, sizeof run);
+  run.rows = rows;
+  run.n_rows = 3;
+  int a, b, c;
+  conform_report_counts(&run, &a, &b, &c);
+  assert_int_equal(a, 1);
+  assert_int_equal(b, 1);
+  assert_int_equal(c, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_candidates), cmocka_unit_test(test_rewrite),
+    cmocka_unit_test(test_load_dummy), cmocka_unit_test(test_props_fields),
+    cmocka_unit_test(test_patterns), cmocka_unit_test(test_selection),
+    cmocka_unit_test(test_report_counts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

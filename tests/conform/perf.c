@@ -1,0 +1,1075 @@
+/* strand-conform perf — bandwidth and latency of a plugin against message size, in-flight depth and
+ * grouped receives, optionally side by side with a raw-TCP reference (rawtcp.c) in the same run.
+ *
+ * A benchmark, not a test: rows pass when the measurement ran and the data arrived intact; no
+ * timing is ever asserted. Measurements run between ranks 0 and 1 (--nranks 2) through the same
+ * loader, bootstrap and link helpers as the suite, so `--coordinator/--rank` measures two hosts.
+ *
+ * What is measured (both backends run the very same loop, so the ratio is the plugin's overhead):
+ *   bw-uni     rank 0 keeps `depth` isends in flight to rank 1, which keeps `depth` irecvs posted;
+ *              time = from a barrier to rank 1's 1-byte acknowledgement of the last message.
+ *              time(us) = time / messages, algbw = bytes / time(us).
+ *   bw-bi      both ranks send and receive at once; algbw counts both directions.
+ *   bw-grouped like bw-uni, but every irecv takes `--group n` messages (tags 0..n-1, §6.7).
+ *   latency    ping-pong; half the round trip, median and 99th percentile. The reference polls
+ *              send/recv on one connection in the calling thread.
+ *   depth-sweep  bw-uni at one size for depth 1, 2, 4, ... 32 (v6: 8). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "simperf.h"
+
+#define PERF_AREA_MAX ((size_t)128 << 20) /* receive area: distinct slots while they fit */
+
+static struct {
+  size_t min_bytes, max_bytes;
+  int factor;
+  int depth;
+  bool depth_sweep;
+  size_t sweep_bytes;
+  int group;
+  bool ref_tcp;
+  int ref_streams;
+  const char *ref_addr;
+  const char *json_path;
+  double time_per_size;
+  int dev;
+  bool no_lat, no_bi;
+  char json_parts[256]; /* rank 0's check children append their tables here */
+  char cmdline[1024];
+} perf_opts = {
+  .min_bytes = 8, .max_bytes = (size_t)64 << 20, .factor = 2, .depth = 8,
+  .sweep_bytes = (size_t)1 << 20, .group = 1, .ref_streams = 1, .time_per_size = 0.1,
+};
+
+/* ------------------------------------------------------------------ transport abstraction */
+
+typedef struct {
+  conform_ctx_t *c;
+  bool tcp;
+  rawtcp_t *rt;
+  conform_link_t *link;
+  void *smh, *rmh;
+} xp_t;
+
+static int xp_isend(xp_t *x, void *buf, size_t size, int tag, void **req) {
+  if (x->tcp) return rawtcp_isend(x->c, x->rt, buf, size, req);
+  return simperf_try_isend(x->c, x->link->send_comm, buf, size, tag, x->smh, req);
+}
+
+static int xp_irecv(xp_t *x, int n, void **bufs, size_t *sizes, int *tags, void **req) {
+  if (x->tcp) return rawtcp_irecv(x->c, x->rt, n, bufs, sizes, req);
+  void *mhs[STRAND_PROXY_MAX_SUBS];
+  for (int i = 0; i < n; i++) mhs[i] = x->rmh;
+  return simperf_try_irecv(x->c, x->link->recv_comm, n, bufs, sizes, tags, mhs, false, req);
+}
+
+/* `sizes` gets the received sizes (the posted ones for TCP, which has no header). */
+static int xp_test(xp_t *x, void *req, int *done, int *sizes, int n, size_t posted) {
+  if (x->tcp) {
+    if (rawtcp_test(x->c, x->rt, req, done)) return -1;
+    if (*done && sizes)
+      for (int i = 0; i < n; i++) sizes[i] = (int)posted;
+    return 0;
+  }
+  return simperf_try_test(x->c, req, done, sizes, "perf");
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+typedef struct {
+  conform_ctx_t *c;
+  unsigned char *sbuf, *rarea;
+  size_t sbuf_len, rarea_len;
+  unsigned char ack_s[64], ack_r[64];
+  void *ack_smh, *ack_rmh;
+  uint64_t seed_mine, seed_peer;
+  int peer;
+} bufs_t;
+
+static int bufs_alloc(conform_ctx_t *c, bufs_t *B, size_t max_size, int slots_wanted) {
+  memset(B, 0, sizeof *B);
+  B->c = c;
+  B->peer = c->rank == 0 ? 1 : 0;
+  B->sbuf_len = max_size ? max_size : 1;
+  size_t want = (size_t)slots_wanted * B->sbuf_len;
+  size_t cap = PERF_AREA_MAX > B->sbuf_len ? PERF_AREA_MAX : B->sbuf_len;
+  B->rarea_len = want < cap ? want : cap;
+  B->rarea_len = (B->rarea_len + 4095) & ~(size_t)4095;
+  if (posix_memalign((void **)&B->sbuf, 4096, B->sbuf_len) ||
+      posix_memalign((void **)&B->rarea, 4096, B->rarea_len)) {
+    conform_fail(c, "out of memory for %zu + %zu byte buffers", B->sbuf_len, B->rarea_len);
+    return -1;
+  }
+  B->seed_mine = conform_seed(c->rank, B->peer, 0x50455246);
+  B->seed_peer = conform_seed(B->peer, c->rank, 0x50455246);
+  conform_fill(B->sbuf, B->sbuf_len, B->seed_mine);
+  memset(B->rarea, 0, B->rarea_len); /* fault the pages in before anything is timed */
+  return 0;
+}
+
+static void bufs_free(bufs_t *B) {
+  free(B->sbuf);
+  free(B->rarea);
+  B->sbuf = B->rarea = NULL;
+}
+
+/* Receive slot for message m of a given size: distinct slots while they fit in the area. */
+static unsigned char *rslot(const bufs_t *B, size_t size, long m, int *nslots) {
+  size_t stride = (size + 4095) & ~(size_t)4095;
+  if (!stride) stride = 4096;
+  size_t n = B->rarea_len / stride;
+  if (n < 1) n = 1;
+  if (nslots) *nslots = (int)(n > 1024 ? 1024 : n);
+  return B->rarea + (size_t)(m % (long)n) * stride;
+}
+
+/* ------------------------------------------------------------------ measurement loops */
+
+typedef struct {
+  bool send, recv; /* this rank's roles */
+  bool ack;        /* uni: receiver acknowledges the last message, sender waits for it */
+  size_t size;
+  int n;           /* messages per irecv */
+  int depth;       /* irecvs (and n x isends) in flight */
+  long groups;     /* irecvs to complete = isends / n */
+} bw_spec_t;
+
+static int bounded(conform_ctx_t *c, const char *what, long sd, long st, long rd, long rt) {
+  if (conform_peer_failed(c)) {
+    conform_fail(c, "%s: %s", what, c->bs_error);
+    return -1;
+  }
+  if (conform_remaining(c) < 1.5) {
+    conform_fail(c, "%s did not finish before the time bound (sends %ld/%ld, receives %ld/%ld): "
+                 "raise --timeout-scale or lower --max-bytes for a slow transport", what, sd, st,
+                 rd, rt);
+    return -1;
+  }
+  return 0;
+}
+
+/* One bandwidth run; *elapsed = seconds from the barrier to the end of this rank's part. */
+static int bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, double *elapsed) {
+  conform_ctx_t *c = x->c;
+  long S = sp->send ? sp->groups * sp->n : 0, G = sp->recv ? sp->groups : 0;
+  long W = (long)sp->depth * sp->n;
+  void **sreq = calloc((size_t)W, sizeof *sreq);
+  void **rreq = calloc((size_t)sp->depth, sizeof *rreq);
+  int nslots = 1;
+  rslot(B, sp->size, 0, &nslots);
+  int rc = -1;
+  long s_posted = 0, s_done = 0, r_posted = 0, r_done = 0;
+  void *ack_req = NULL;
+  if (!sreq || !rreq) {
+    conform_fail(c, "out of memory");
+    goto out;
+  }
+  conform_phase(c, "%s", what);
+  /* Receives are posted before the start line, as NCCL's proxy posts them ahead of the data. */
+  if (sp->ack && sp->send) {
+    size_t one = 1;
+    int tag = x->tcp ? 0 : B->peer;
+    void *ab = B->ack_r;
+    for (unsigned spins = 0; !ack_req; spins++) {
+      if (xp_irecv(x, 1, &ab, &one, &tag, &ack_req)) goto out;
+      if (!ack_req && (spins & 255) == 255 && bounded(c, what, 0, S, 0, G)) goto out;
+    }
+  }
+  int tags[STRAND_PROXY_MAX_SUBS];
+  for (int i = 0; i < sp->n; i++) tags[i] = sp->n == 1 ? B->peer : i;
+  while (r_posted < G && r_posted < sp->depth) {
+    void *bufs[STRAND_PROXY_MAX_SUBS];
+    size_t sizes[STRAND_PROXY_MAX_SUBS];
+    for (int i = 0; i < sp->n; i++) {
+      bufs[i] = rslot(B, sp->size, r_posted * sp->n + i, NULL);
+      sizes[i] = sp->size;
+    }
+    void *r = NULL;
+    if (xp_irecv(x, sp->n, bufs, sizes, tags, &r)) goto out;
+    if (!r) break;
+    rreq[r_posted % sp->depth] = r;
+    r_posted++;
+  }
+  if (conform_barrier(c)) {
+    conform_fail(c, "bootstrap: %s", c->bs_error);
+    goto out;
+  }
+  double t0 = conform_now();
+  for (unsigned long it = 0; s_done < S || r_done < G; it++) {
+    while (s_posted < S && s_posted - s_done < W) {
+      void *r = NULL;
+      int tag = sp->n == 1 ? c->rank : (int)(s_posted % sp->n);
+      if (xp_isend(x, B->sbuf, sp->size, tag, &r)) goto out;
+      if (!r) break;
+      sreq[s_posted % W] = r;
+      s_posted++;
+    }
+    while (r_posted < G && r_posted - r_done < sp->depth) {
+      void *bufs[STRAND_PROXY_MAX_SUBS];
+      size_t sizes[STRAND_PROXY_MAX_SUBS];
+      for (int i = 0; i < sp->n; i++) {
+        bufs[i] = rslot(B, sp->size, r_posted * sp->n + i, NULL);
+        sizes[i] = sp->size;
+      }
+      void *r = NULL;
+      if (xp_irecv(x, sp->n, bufs, sizes, tags, &r)) goto out;
+      if (!r) break;
+      rreq[r_posted % sp->depth] = r;
+      r_posted++;
+    }
+    while (s_done < s_posted) {
+      int done = 0, sz = 0;
+      if (xp_test(x, sreq[s_done % W], &done, &sz, 1, sp->size)) goto out;
+      if (!done) break;
+      s_done++;
+    }
+    while (r_done < r_posted) {
+      int done = 0, sizes[STRAND_PROXY_MAX_SUBS] = {0};
+      if (xp_test(x, rreq[r_done % sp->depth], &done, sizes, sp->n, sp->size)) goto out;
+      if (!done) break;
+      for (int i = 0; i < sp->n; i++)
+        if ((size_t)sizes[i] != sp->size) {
+          conform_fail(c, "%s: receive %ld slot %d reported %d bytes, %zu were sent", what, r_done,
+                       i, sizes[i], sp->size);
+          goto out;
+        }
+      r_done++;
+    }
+    if ((it & 1023) == 1023 && bounded(c, what, s_done, S, r_done, G)) goto out;
+  }
+  if (sp->ack && sp->recv) {
+    void *r = NULL;
+    for (unsigned spins = 0; !r; spins++) {
+      if (xp_isend(x, B->ack_s, 1, c->rank, &r)) goto out;
+      if (!r && (spins & 255) == 255 && bounded(c, what, S, S, G, G)) goto out;
+    }
+    for (unsigned long it = 0;; it++) {
+      int done = 0, sz = 0;
+      if (xp_test(x, r, &done, &sz, 1, 1)) goto out;
+      if (done) break;
+      if ((it & 1023) == 1023 && bounded(c, what, S, S, G, G)) goto out;
+    }
+  }
+  if (ack_req) {
+    for (unsigned long it = 0;; it++) {
+      int done = 0, sz[1] = {0};
+      if (xp_test(x, ack_req, &done, sz, 1, 1)) goto out;
+      if (done) break;
+      if ((it & 1023) == 1023 && bounded(c, what, S, S, G, G)) goto out;
+    }
+    ack_req = NULL;
+  }
+  *elapsed = conform_now() - t0;
+  /* Outside the timed part: the last slots hold intact data (every message carries the same
+   * pattern, so any slot that received one must match). */
+  if (G > 0) {
+    long used = G * sp->n < nslots ? G * sp->n : nslots;
+    for (long m = 0; m < used; m++) {
+      long long bad = conform_verify(rslot(B, sp->size, m, NULL), sp->size, B->seed_peer);
+      if (bad >= 0) {
+        conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, sp->size);
+        goto out;
+      }
+    }
+  }
+  rc = 0;
+out:
+  free(sreq);
+  free(rreq);
+  return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Ping-pong: rank 0 pings, rank 1 answers. Returns half round trips (seconds) on rank 0. */
+static int lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, double *half,
+                   double *total) {
+  conform_ctx_t *c = x->c;
+  bool pinger = c->rank == 0;
+  int tag = B->peer;
+  conform_phase(c, "%s", what);
+  if (conform_barrier(c)) {
+    conform_fail(c, "bootstrap: %s", c->bs_error);
+    return -1;
+  }
+  double t_start = conform_now();
+  if (x->tcp) {
+    for (long i = 0; i < iters; i++) {
+      unsigned char *rb = rslot(B, size, i & 1, NULL);
+      double t = conform_now();
+      if (pinger) {
+        if (rawtcp_send_now(c, x->rt, B->sbuf, size) || rawtcp_recv_now(c, x->rt, rb, size)) return -1;
+        if (half) half[i] = (conform_now() - t) / 2;
+      } else {
+        if (rawtcp_recv_now(c, x->rt, rb, size) || rawtcp_send_now(c, x->rt, B->sbuf, size)) return -1;
+      }
+    }
+  } else {
+    void *rreq = NULL;
+    long posted_for = -1;
+    for (long i = 0; i < iters; i++) {
+      if (posted_for < i) { /* the receive for this round is posted before anything is sent */
+        void *buf = rslot(B, size, i & 1, NULL);
+        size_t sz = size;
+        for (unsigned spins = 0; !rreq; spins++) {
+          if (xp_irecv(x, 1, &buf, &sz, &tag, &rreq)) return -1;
+          if (!rreq && (spins & 255) == 255 && bounded(c, what, i, iters, i, iters)) return -1;
+        }
+        posted_for = i;
+      }
+      double t = conform_now();
+      void *sreq = NULL;
+      bool s_done = false, r_done = false;
+      if (pinger) {
+        for (unsigned spins = 0; !sreq; spins++) {
+          if (xp_isend(x, B->sbuf, size, c->rank, &sreq)) return -1;
+          if (!sreq && (spins & 255) == 255 && bounded(c, what, i, iters, i, iters)) return -1;
+        }
+      }
+      for (unsigned long it = 0; !(s_done && r_done); it++) {
+        if (!r_done) {
+          int done = 0, sz[1] = {0};
+          if (xp_test(x, rreq, &done, sz, 1, size)) return -1;
+          if (done) {
+            if ((size_t)sz[0] != size) {
+              conform_fail(c, "%s: reply reported %d bytes, %zu were sent", what, sz[0], size);
+              return -1;
+            }
+            r_done = true;
+            rreq = NULL;
+            if (!pinger) {
+              /* Pre-post the next round's receive, then answer. */
+              if (i + 1 < iters) {
+                void *buf = rslot(B, size, (i + 1) & 1, NULL);
+                size_t s2 = size;
+                for (unsigned spins = 0; !rreq; spins++) {
+                  if (xp_irecv(x, 1, &buf, &s2, &tag, &rreq)) return -1;
+                  if (!rreq && (spins & 255) == 255 && bounded(c, what, i, iters, i, iters)) return -1;
+                }
+                posted_for = i + 1;
+              }
+              for (unsigned spins = 0; !sreq; spins++) {
+                if (xp_isend(x, B->sbuf, size, c->rank, &sreq)) return -1;
+                if (!sreq && (spins & 255) == 255 && bounded(c, what, i, iters, i, iters)) return -1;
+              }
+            }
+          }
+        }
+        if (!s_done && sreq) {
+          int done = 0, sz = 0;
+          if (xp_test(x, sreq, &done, &sz, 1, size)) return -1;
+          if (done) s_done = true;
+        }
+        if ((it & 4095) == 4095 && bounded(c, what, i, iters, i, iters)) return -1;
+      }
+      if (pinger && half) half[i] = (conform_now() - t) / 2;
+    }
+  }
+  if (total) *total = conform_now() - t_start;
+  long long bad = conform_verify(rslot(B, size, (iters - 1) & 1, NULL), size, B->seed_peer);
+  if (bad >= 0) {
+    conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, size);
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ per-check context */
+
+typedef struct {
+  conform_ctx_t *c;
+  strand_props_v12_t props;
+  conform_link_t link;
+  bool link_open;
+  bufs_t B;
+  xp_t px, tx; /* plugin, raw TCP */
+  bool have_ref;
+  char ref_desc[160];
+  char ref_skip[300];
+  FILE *out;     /* rank 0 prints; NULL elsewhere */
+  char *json;    /* this table's JSON rows (rank 0) */
+  size_t json_len, json_cap;
+  int max_depth;
+} perf_t;
+
+static void out_line(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out_line(perf_t *P, const char *fmt, ...) {
+  if (!P->out) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  /* Under --tap the table rides along as TAP comments. */
+  fprintf(P->out, "%s%s\n", conform_opts.tap && line[0] != '#' ? "# " : "", line);
+  fflush(P->out);
+}
+
+static void json_add(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void json_add(perf_t *P, const char *fmt, ...) {
+  if (!P->out || !perf_opts.json_parts[0]) return;
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int need = vsnprintf(P->json ? P->json + P->json_len : NULL,
+                         P->json ? P->json_cap - P->json_len : 0, fmt, ap);
+    va_end(ap);
+    if (need < 0) return;
+    if (P->json && P->json_len + (size_t)need < P->json_cap) {
+      P->json_len += (size_t)need;
+      return;
+    }
+    size_t nc = (P->json_cap + (size_t)need + 1) * 2;
+    char *j = realloc(P->json, nc);
+    if (!j) return;
+    P->json = j;
+    P->json_cap = nc;
+  }
+}
+
+static void json_flush(perf_t *P) {
+  if (!P->out || !perf_opts.json_parts[0] || !P->json) return;
+  int fd = open(perf_opts.json_parts, O_WRONLY | O_APPEND | O_CREAT, 0600);
+  if (fd >= 0) {
+    size_t off = 0;
+    while (off < P->json_len) {
+      ssize_t w = write(fd, P->json + off, P->json_len - off);
+      if (w <= 0) break;
+      off += (size_t)w;
+    }
+    if (write(fd, "\n", 1) != 1) { /* one table per line */
+    }
+    close(fd);
+  }
+}
+
+static void json_str(perf_t *P, const char *s) {
+  json_add(P, "\"");
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') json_add(P, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) json_add(P, "\\u%04x", (unsigned char)*s);
+    else json_add(P, "%c", *s);
+  }
+  json_add(P, "\"");
+}
+
+static int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
+  memset(P, 0, sizeof *P);
+  P->c = c;
+  P->out = c->rank == 0 ? stdout : NULL;
+  if (c->nranks != 2) return conform_fail(c, "perf measures between exactly 2 ranks (--nranks 2)"), -1;
+  if (perf_opts.dev >= c->ndev)
+    return conform_fail(c, "--dev %d but the plugin has %d devices", perf_opts.dev, c->ndev), -1;
+  if (conform_props(c, perf_opts.dev, &P->props)) return -1;
+  P->max_depth = c->version >= 7 ? STRAND_NET_MAX_REQUESTS : STRAND_NET_MAX_REQUESTS_V6;
+  if (conform_link_open(c, perf_opts.dev, &P->link)) return -1;
+  P->link_open = true;
+  size_t maxsz = perf_opts.max_bytes;
+  if (!strcmp(id, "perf.depth-sweep")) maxsz = perf_opts.sweep_bytes;
+  if (bufs_alloc(c, &P->B, maxsz, slots)) return -1;
+  if (conform_reg(c, P->link.send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &P->px.smh) ||
+      conform_reg(c, P->link.recv_comm, P->B.rarea, P->B.rarea_len, STRAND_PTR_HOST, &P->px.rmh))
+    return -1;
+  P->px.c = c;
+  P->px.link = &P->link;
+  if (perf_opts.ref_tcp) {
+    struct sockaddr_storage ss;
+    char why[300] = "";
+    int ok = rawtcp_local_addr(perf_opts.ref_addr, P->props.name, &ss, P->ref_desc,
+                               sizeof P->ref_desc, why, sizeof why) == 0;
+    if (!ok && !conform_opts.coordinator[0] &&
+        rawtcp_local_addr("127.0.0.1", NULL, &ss, P->ref_desc, sizeof P->ref_desc, why,
+                          sizeof why) == 0) {
+      /* Local run: both ranks are on this host, so loopback is the path they share. */
+      snprintf(P->ref_desc, sizeof P->ref_desc, "127.0.0.1 (local run; device name \"%.60s\" is "
+               "no interface)", P->props.name ? P->props.name : "");
+      ok = 1;
+    }
+    /* Every rank must agree before the collective set-up. */
+    int mine = ok, all[2] = {0, 0};
+    if (conform_allgather(c, &mine, sizeof mine, all)) {
+      conform_fail(c, "bootstrap: %s", c->bs_error);
+      return -1;
+    }
+    if (all[0] && all[1]) {
+      P->tx.c = c;
+      P->tx.tcp = true;
+      P->tx.rt = rawtcp_open(c, &ss, perf_opts.ref_streams);
+      if (!P->tx.rt) return -1;
+      P->have_ref = true;
+    } else {
+      snprintf(P->ref_skip, sizeof P->ref_skip, "no raw-TCP reference: %s",
+               ok ? "the other rank found no address (see its --ref-addr)" : why);
+    }
+  }
+  return 0;
+}
+
+static void perf_close(perf_t *P) {
+  conform_ctx_t *c = P->c;
+  if (P->tx.rt) rawtcp_close(P->tx.rt);
+  if (P->link_open) {
+    if (P->px.smh) conform_dereg(c, P->link.send_comm, P->px.smh);
+    if (P->px.rmh) conform_dereg(c, P->link.recv_comm, P->px.rmh);
+    conform_link_close(c, &P->link);
+  }
+  bufs_free(&P->B);
+  free(P->json);
+}
+
+static void header(perf_t *P, const char *id, const char *title) {
+  out_line(P, "#");
+  out_line(P, "# %s: %s", id, title);
+  out_line(P, "# plugin \"%s\" (ncclNetPlugin_v%d) device %d \"%s\" (speed %d Mbps, maxRecvs %d), "
+           "rank 0 <-> rank 1", P->c->net->name ? P->c->net->name : "?", P->c->version,
+           perf_opts.dev, P->props.name ? P->props.name : "?", P->props.speed, P->props.maxRecvs);
+  if (P->have_ref)
+    out_line(P, "# reference: raw TCP, %d stream(s) per direction, %s (same sizes and depth)",
+             perf_opts.ref_streams, P->ref_desc);
+  else if (P->ref_skip[0])
+    out_line(P, "# %s", P->ref_skip);
+  json_add(P, "{\"id\":");
+  json_str(P, id);
+  json_add(P, ",\"title\":");
+  json_str(P, title);
+  json_add(P, ",\"plugin\":");
+  json_str(P, P->c->net->name);
+  json_add(P, ",\"abi\":%d,\"device\":%d,\"device_name\":", P->c->version, perf_opts.dev);
+  json_str(P, P->props.name);
+  json_add(P, ",\"reference\":");
+  if (P->have_ref) {
+    json_add(P, "{\"kind\":\"tcp\",\"streams\":%d,\"address\":", perf_opts.ref_streams);
+    json_str(P, P->ref_desc);
+    json_add(P, "}");
+  } else {
+    json_add(P, "null");
+  }
+}
+
+/* Sizes of the sweep: min, min x factor, ... and max itself when the grid misses it. */
+static int size_list(size_t *v, int cap, size_t lo, size_t hi) {
+  int n = 0;
+  size_t s = lo ? lo : 1;
+  while (s <= hi && n < cap) {
+    v[n++] = s;
+    if (s > hi / (size_t)perf_opts.factor) break;
+    s *= (size_t)perf_opts.factor;
+  }
+  if (n < cap && (n == 0 || v[n - 1] < hi)) v[n++] = hi;
+  return n;
+}
+
+/* Messages for the warm-up: the pipeline filled twice, and for small messages enough of them
+ * (4 MiB, at most 2000) that the start-line skew between the ranks does not dominate the pace
+ * estimate; at most ~64 MiB for large ones. */
+static long warm_groups(size_t size, int depth) {
+  long w = 2L * depth;
+  if (w < 4) w = 4;
+  long small = size ? (long)(((size_t)4 << 20) / size) : 2000;
+  if (small > 2000) small = 2000;
+  if (small > w) w = small;
+  while (w > 2 && (size_t)w * size > ((size_t)64 << 20)) w /= 2;
+  return w;
+}
+
+/* Fewest timed messages: 16 MiB worth, between 5 and 2000. */
+static long min_groups(size_t size) {
+  long m = size ? (long)(((size_t)16 << 20) / size) : 2000;
+  return m < 5 ? 5 : m > 2000 ? 2000 : m;
+}
+
+/* Rank 0 picks how many iterations fill --time at the warm-up's pace; everyone uses its value. */
+static int agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long hi, long *iters) {
+  long mine = lo;
+  if (warm_s > 0 && warm_n > 0) {
+    double per = warm_s / (double)warm_n;
+    double want = perf_opts.time_per_size / per;
+    mine = want > (double)hi ? hi : want < (double)lo ? lo : (long)want;
+  }
+  long all[2] = {0, 0};
+  if (conform_allgather(c, &mine, sizeof mine, all)) {
+    conform_fail(c, "bootstrap: %s", c->bs_error);
+    return -1;
+  }
+  *iters = all[0];
+  return 0;
+}
+
+static int agree_max(conform_ctx_t *c, double *v) {
+  double all[2];
+  if (conform_allgather(c, v, sizeof *v, all)) {
+    conform_fail(c, "bootstrap: %s", c->bs_error);
+    return -1;
+  }
+  *v = all[0] > all[1] ? all[0] : all[1];
+  return 0;
+}
+
+typedef struct { double time_us, gbps; long count; } bw_res_t;
+
+/* Warm-up, then a timed run sized to --time; result from rank 0's clock (uni: sender with the
+ * acknowledgement; bi: the slower of both ranks). */
+static int bw_measure(perf_t *P, xp_t *x, bool bidir, size_t size, int n, int depth, bw_res_t *res) {
+  conform_ctx_t *c = P->c;
+  bw_spec_t sp = {
+    .send = bidir || c->rank == 0, .recv = bidir || c->rank == 1, .ack = !bidir,
+    .size = size, .n = n, .depth = depth,
+  };
+  char what[160], szs[32];
+  snprintf(what, sizeof what, "perf %s bandwidth, %s, depth %d, n %d, %s", bidir ? "bi" : "uni",
+           simperf_size_str(size, szs, sizeof szs), depth, n, x->tcp ? "raw TCP" : "plugin");
+  sp.groups = warm_groups(size * (size_t)n, depth);
+  double t = 0;
+  if (bw_run(x, &P->B, &sp, what, &t)) return -1;
+  if (bidir && agree_max(c, &t)) return -1;
+  long iters;
+  if (agree_iters(c, t, sp.groups, min_groups(size * (size_t)n), 1000000, &iters)) return -1;
+  sp.groups = iters;
+  if (bw_run(x, &P->B, &sp, what, &t)) return -1;
+  if (bidir && agree_max(c, &t)) return -1;
+  long msgs = iters * n;
+  res->count = msgs;
+  res->time_us = t * 1e6 / (double)msgs;
+  double bytes = (double)size * (double)msgs * (bidir ? 2.0 : 1.0);
+  res->gbps = t > 0 ? bytes / t / 1e9 : 0;
+  return 0;
+}
+
+typedef struct { double p50_us, p99_us; long count; } lat_res_t;
+
+static int lat_measure(perf_t *P, xp_t *x, size_t size, lat_res_t *res) {
+  conform_ctx_t *c = P->c;
+  char what[128], szs[32];
+  snprintf(what, sizeof what, "perf latency, %s, %s", simperf_size_str(size, szs, sizeof szs),
+           x->tcp ? "raw TCP" : "plugin");
+  long warm = size > ((size_t)4 << 20) ? 3 : 20;
+  double total = 0;
+  if (lat_run(x, &P->B, size, warm, what, NULL, &total)) return -1;
+  long iters;
+  if (agree_iters(c, total, warm, 5, 200000, &iters)) return -1;
+  double *half = calloc((size_t)iters, sizeof *half);
+  if (!half) return conform_fail(c, "out of memory"), -1;
+  if (lat_run(x, &P->B, size, iters, what, half, NULL)) {
+    free(half);
+    return -1;
+  }
+  if (c->rank == 0) {
+    qsort(half, (size_t)iters, sizeof *half, cmp_double);
+    res->p50_us = half[(iters - 1) / 2] * 1e6;
+    long i99 = (long)ceil(0.99 * (double)iters) - 1;
+    if (i99 < 0) i99 = 0;
+    res->p99_us = half[i99] * 1e6;
+  }
+  res->count = iters;
+  free(half);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static conform_status_t perf_bw_table(conform_ctx_t *c, const char *id, bool bidir, int n) {
+  perf_t P;
+  int depth = perf_opts.depth;
+  if (perf_open(&P, c, id, depth * n)) {
+    perf_close(&P);
+    return CONFORM_FAIL;
+  }
+  conform_status_t st = CONFORM_PASS;
+  if (depth > P.max_depth) {
+    st = conform_fail(c, "--depth %d exceeds the %d requests per comm NCCL allows at ABI v%d", depth,
+                      P.max_depth, c->version);
+    goto out;
+  }
+  if (n > 1 && P.props.maxRecvs < n) {
+    st = conform_skip(c, "--group %d but device %d has maxRecvs %d", n, perf_opts.dev, P.props.maxRecvs);
+    goto out;
+  }
+  char title[200];
+  snprintf(title, sizeof title, "%s bandwidth, depth %d%s%s", bidir ? "bidirectional" : "unidirectional",
+           depth, n > 1 ? ", grouped receives n = " : "", "");
+  if (n > 1) snprintf(title + strlen(title), sizeof title - strlen(title), "%d", n);
+  header(&P, id, title);
+  json_add(&P, ",\"direction\":\"%s\",\"depth\":%d,\"group\":%d,\"rows\":[", bidir ? "bi" : "uni",
+           depth, n);
+  if (P.have_ref)
+    out_line(&P, "# %12s %10s %11s %12s | %12s %15s %7s", "size(B)", "count", "time(us)",
+             "algbw(GB/s)", "ref time(us)", "ref algbw(GB/s)", "ratio");
+  else
+    out_line(&P, "# %12s %10s %11s %12s", "size(B)", "count", "time(us)", "algbw(GB/s)");
+  size_t sizes[64];
+  int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
+  double peak = 0, peak_ref = 0;
+  size_t peak_size = 0;
+  for (int i = 0; i < ns; i++) {
+    bw_res_t r = {0}, q = {0};
+    if (bw_measure(&P, &P.px, bidir, sizes[i], n, depth, &r)) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    if (P.have_ref && bw_measure(&P, &P.tx, bidir, sizes[i], n, depth, &q)) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    double ratio = q.gbps > 0 ? r.gbps / q.gbps : 0;
+    if (P.have_ref)
+      out_line(&P, "  %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", sizes[i], r.count,
+               r.time_us, r.gbps, q.time_us, q.gbps, ratio);
+    else
+      out_line(&P, "  %12zu %10ld %11.2f %12.3f", sizes[i], r.count, r.time_us, r.gbps);
+    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f", i ? "," : "",
+             sizes[i], r.count, r.time_us, r.gbps);
+    if (P.have_ref)
+      json_add(&P, ",\"ref_count\":%ld,\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f",
+               q.count, q.time_us, q.gbps, ratio);
+    json_add(&P, "}");
+    if (r.gbps > peak) {
+      peak = r.gbps;
+      peak_size = sizes[i];
+      peak_ref = q.gbps;
+    }
+  }
+  json_add(&P, "]}");
+  if (st == CONFORM_PASS) {
+    json_flush(&P);
+    char szs[32];
+    conform_note(c, "peak %.3f GB/s at %s", peak, simperf_size_str(peak_size, szs, sizeof szs));
+    if (P.have_ref)
+      conform_note(c, "raw TCP %.3f GB/s there, ratio %.2f", peak_ref,
+                   peak_ref > 0 ? peak / peak_ref : 0);
+  }
+out:
+  perf_close(&P);
+  return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
+}
+
+static conform_status_t perf_bw_uni(conform_ctx_t *c) { return perf_bw_table(c, "perf.bw-uni", false, 1); }
+static conform_status_t perf_bw_bi(conform_ctx_t *c) { return perf_bw_table(c, "perf.bw-bi", true, 1); }
+static conform_status_t perf_bw_grouped(conform_ctx_t *c) {
+  return perf_bw_table(c, "perf.bw-grouped", false, perf_opts.group);
+}
+
+static conform_status_t perf_latency(conform_ctx_t *c) {
+  perf_t P;
+  if (perf_open(&P, c, "perf.latency", 2)) {
+    perf_close(&P);
+    return CONFORM_FAIL;
+  }
+  conform_status_t st = CONFORM_PASS;
+  header(&P, "perf.latency", "ping-pong latency, half round trip");
+  json_add(&P, ",\"rows\":[");
+  if (P.have_ref)
+    out_line(&P, "# %12s %10s %10s %10s | %11s %11s %7s", "size(B)", "count", "p50(us)", "p99(us)",
+             "ref p50(us)", "ref p99(us)", "ratio");
+  else
+    out_line(&P, "# %12s %10s %10s %10s", "size(B)", "count", "p50(us)", "p99(us)");
+  size_t sizes[64];
+  int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
+  lat_res_t first = {0}, first_ref = {0};
+  for (int i = 0; i < ns; i++) {
+    lat_res_t r = {0}, q = {0};
+    if (lat_measure(&P, &P.px, sizes[i], &r)) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    if (P.have_ref && lat_measure(&P, &P.tx, sizes[i], &q)) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    if (i == 0) {
+      first = r;
+      first_ref = q;
+    }
+    double ratio = q.p50_us > 0 ? r.p50_us / q.p50_us : 0;
+    if (P.have_ref)
+      out_line(&P, "  %12zu %10ld %10.2f %10.2f | %11.2f %11.2f %7.2f", sizes[i], r.count, r.p50_us,
+               r.p99_us, q.p50_us, q.p99_us, ratio);
+    else
+      out_line(&P, "  %12zu %10ld %10.2f %10.2f", sizes[i], r.count, r.p50_us, r.p99_us);
+    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f", i ? "," : "",
+             sizes[i], r.count, r.p50_us, r.p99_us);
+    if (P.have_ref)
+      json_add(&P, ",\"ref_count\":%ld,\"ref_p50_us\":%.3f,\"ref_p99_us\":%.3f,\"ratio\":%.4f", q.count,
+               q.p50_us, q.p99_us, ratio);
+    json_add(&P, "}");
+  }
+  json_add(&P, "]}");
+  if (st == CONFORM_PASS && ns > 0) {
+    json_flush(&P);
+    conform_note(c, "%zu B: p50 %.2f us, p99 %.2f us (half round trip)", sizes[0], first.p50_us,
+                 first.p99_us);
+    if (P.have_ref)
+      conform_note(c, "raw TCP p50 %.2f us, p99 %.2f us", first_ref.p50_us, first_ref.p99_us);
+  }
+  perf_close(&P);
+  return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
+}
+
+static conform_status_t perf_depth_sweep(conform_ctx_t *c) {
+  perf_t P;
+  if (perf_open(&P, c, "perf.depth-sweep", 32)) {
+    perf_close(&P);
+    return CONFORM_FAIL;
+  }
+  conform_status_t st = CONFORM_PASS;
+  char title[160], szs[32];
+  size_t size = perf_opts.sweep_bytes;
+  snprintf(title, sizeof title, "unidirectional bandwidth against in-flight depth at %s",
+           simperf_size_str(size, szs, sizeof szs));
+  header(&P, "perf.depth-sweep", title);
+  json_add(&P, ",\"direction\":\"uni\",\"bytes\":%zu,\"rows\":[", size);
+  if (P.have_ref)
+    out_line(&P, "# %6s %12s %10s %11s %12s | %12s %15s %7s", "depth", "size(B)", "count",
+             "time(us)", "algbw(GB/s)", "ref time(us)", "ref algbw(GB/s)", "ratio");
+  else
+    out_line(&P, "# %6s %12s %10s %11s %12s", "depth", "size(B)", "count", "time(us)", "algbw(GB/s)");
+  int first = 1;
+  for (int d = 1; d <= P.max_depth; d *= 2) {
+    bw_res_t r = {0}, q = {0};
+    if (bw_measure(&P, &P.px, false, size, 1, d, &r) ||
+        (P.have_ref && bw_measure(&P, &P.tx, false, size, 1, d, &q))) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    double ratio = q.gbps > 0 ? r.gbps / q.gbps : 0;
+    if (P.have_ref)
+      out_line(&P, "  %6d %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", d, size, r.count, r.time_us,
+               r.gbps, q.time_us, q.gbps, ratio);
+    else
+      out_line(&P, "  %6d %12zu %10ld %11.2f %12.3f", d, size, r.count, r.time_us, r.gbps);
+    json_add(&P, "%s{\"depth\":%d,\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f",
+             first ? "" : ",", d, size, r.count, r.time_us, r.gbps);
+    if (P.have_ref)
+      json_add(&P, ",\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f", q.time_us, q.gbps,
+               ratio);
+    json_add(&P, "}");
+    first = 0;
+  }
+  json_add(&P, "]}");
+  if (st == CONFORM_PASS) json_flush(&P);
+  perf_close(&P);
+  return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
+}
+
+/* ------------------------------------------------------------------ command */
+
+static conform_check_t perf_checks[] = {
+  {"perf.latency", "benchmark", "ping-pong half round trip against size (median, p99)", perf_latency, 0, 0},
+  {"perf.bw-uni", "benchmark", "unidirectional bandwidth against size at --depth", perf_bw_uni, 0, 0},
+  {"perf.bw-bi", "benchmark", "bidirectional bandwidth against size at --depth", perf_bw_bi, 0, 0},
+  {"perf.bw-grouped", "benchmark", "unidirectional bandwidth with grouped receives (--group n)",
+   perf_bw_grouped, 0, 0},
+  {"perf.depth-sweep", "benchmark", "unidirectional bandwidth against in-flight depth (--depth-sweep)",
+   perf_depth_sweep, 0, 0},
+  {NULL, NULL, NULL, NULL, 0, 0},
+};
+
+enum {
+  PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
+  PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI,
+};
+
+static const simperf_opt_t perf_optlist[] = {
+  {"min-bytes", false, PO_MIN},      {"max-bytes", false, PO_MAX},
+  {"step-factor", false, PO_FACTOR}, {"depth", false, PO_DEPTH},
+  {"depth-sweep", true, PO_SWEEP},   {"sweep-bytes", false, PO_SWEEP_BYTES},
+  {"group", false, PO_GROUP},        {"ref", false, PO_REF},
+  {"ref-streams", false, PO_STREAMS}, {"ref-addr", false, PO_ADDR},
+  {"json", false, PO_JSON},          {"time", false, PO_TIME},
+  {"dev", false, PO_DEV},            {"no-latency", true, PO_NO_LAT},
+  {"no-bidir", true, PO_NO_BI},      {NULL, false, 0},
+};
+
+static int perf_opt(int id, const char *v, void *arg) {
+  (void)arg;
+  char *end = NULL;
+  long l;
+  switch (id) {
+  case PO_MIN: return simperf_parse_size(v, &perf_opts.min_bytes);
+  case PO_MAX: return simperf_parse_size(v, &perf_opts.max_bytes) || perf_opts.max_bytes == 0 ? -1 : 0;
+  case PO_SWEEP_BYTES:
+    return simperf_parse_size(v, &perf_opts.sweep_bytes) || perf_opts.sweep_bytes == 0 ? -1 : 0;
+  case PO_FACTOR:
+    l = strtol(v, &end, 10);
+    if (*end || l < 2 || l > 16) return -1;
+    perf_opts.factor = (int)l;
+    return 0;
+  case PO_DEPTH:
+    l = strtol(v, &end, 10);
+    if (*end || l < 1 || l > STRAND_NET_MAX_REQUESTS) return -1;
+    perf_opts.depth = (int)l;
+    return 0;
+  case PO_SWEEP: perf_opts.depth_sweep = true; return 0;
+  case PO_GROUP:
+    l = strtol(v, &end, 10);
+    if (*end || l < 1 || l > 8) return -1;
+    perf_opts.group = (int)l;
+    return 0;
+  case PO_REF:
+    if (!strcmp(v, "tcp")) perf_opts.ref_tcp = true;
+    else if (!strcmp(v, "none")) perf_opts.ref_tcp = false;
+    else return -1;
+    return 0;
+  case PO_STREAMS:
+    l = strtol(v, &end, 10);
+    if (*end || l < 1 || l > RAWTCP_MAX_STREAMS) return -1;
+    perf_opts.ref_streams = (int)l;
+    return 0;
+  case PO_ADDR: perf_opts.ref_addr = v; return 0;
+  case PO_JSON: perf_opts.json_path = v; return 0;
+  case PO_TIME:
+    perf_opts.time_per_size = strtod(v, &end);
+    return (*end || perf_opts.time_per_size <= 0 || perf_opts.time_per_size > 60) ? -1 : 0;
+  case PO_DEV:
+    l = strtol(v, &end, 10);
+    if (*end || l < 0) return -1;
+    perf_opts.dev = (int)l;
+    return 0;
+  case PO_NO_LAT: perf_opts.no_lat = true; return 0;
+  case PO_NO_BI: perf_opts.no_bi = true; return 0;
+  default: return -1;
+  }
+}
+
+static void perf_usage(void) {
+  fprintf(stderr,
+    "usage: strand-conform perf [perf options] [common options] [PLUGIN]\n"
+    "  --min-bytes SIZE     smallest message (default 8)\n"
+    "  --max-bytes SIZE     largest message (default 64M)\n"
+    "  --step-factor F      size multiplier between rows (default 2; 4 for a shorter table)\n"
+    "  --depth D            messages in flight per direction (default 8, at most 32; v6: 8)\n"
+    "  --depth-sweep        also measure depth 1, 2, 4, ... 32 at --sweep-bytes (default 1M)\n"
+    "  --group N            also measure grouped receives: irecv with n = N (needs maxRecvs >= N)\n"
+    "  --ref tcp            raw-TCP reference in the same run: plugin, TCP and ratio columns\n"
+    "  --ref-streams N      TCP connections per direction for the reference (default 1; match the\n"
+    "                       plugin's streams, e.g. NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)\n"
+    "  --ref-addr ADDR      this rank's address for the reference (default: the address of the\n"
+    "                       interface named like the plugin's device)\n"
+    "  --time S             target seconds per measurement after the warm-up (default 0.1)\n"
+    "  --no-latency, --no-bidir   leave those tables out\n"
+    "  --json FILE          every table as JSON\n"
+    "  --dev D              plugin device (default 0)\n"
+    "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts).\n"
+    "A benchmark: rows fail only when a measurement could not run or data arrived corrupted.\n");
+}
+
+static void write_json(int rc) {
+  FILE *f = fopen(perf_opts.json_path, "w");
+  if (!f) {
+    fprintf(stderr, "strand-conform perf: cannot write %s: %s\n", perf_opts.json_path, strerror(errno));
+    return;
+  }
+  char date[64];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  struct utsname u;
+  uname(&u);
+  fprintf(f, "{\"tool\":\"strand-conform perf\",\"date\":\"%s\",\"host\":\"%s\",\"kernel\":\"%s %s\","
+          "\"exit_status\":%d,\"command\":\"", date, u.nodename, u.sysname, u.release, rc);
+  for (const char *s = perf_opts.cmdline; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+  }
+  fprintf(f, "\",\"tables\":[");
+  FILE *parts = fopen(perf_opts.json_parts, "r");
+  int n = 0;
+  if (parts) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, parts)) > 0) {
+      if (line[len - 1] == '\n') line[--len] = '\0';
+      if (!len) continue;
+      fprintf(f, "%s\n%s", n++ ? "," : "", line);
+    }
+    free(line);
+    fclose(parts);
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+}
+
+int conform_cmd_perf(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      perf_usage();
+      return 0;
+    }
+  size_t u = 0;
+  for (int i = 0; i < argc && u + 2 < sizeof perf_opts.cmdline; i++) {
+    int w = snprintf(perf_opts.cmdline + u, sizeof perf_opts.cmdline - u, "%s%s", i ? " " : "",
+                     i == 0 ? "strand-conform perf" : argv[i]);
+    if (w < 0) break;
+    u += (size_t)w;
+    if (u >= sizeof perf_opts.cmdline) u = sizeof perf_opts.cmdline - 1;
+  }
+  argc = simperf_take_opts(argc, argv, perf_optlist, perf_opt, NULL, "perf");
+  if (argc < 0) return 2;
+  int first = conform_parse_opts(argc, argv);
+  if (first < 0) return 2;
+  if (first < argc) conform_opts.plugin = argv[first];
+  if (first + 1 < argc) {
+    fprintf(stderr, "strand-conform perf: one PLUGIN argument expected\n");
+    return 2;
+  }
+  if (conform_opts.nranks != 2) {
+    fprintf(stderr, "strand-conform perf: measures between 2 ranks; use --nranks 2\n");
+    return 2;
+  }
+  if (perf_opts.min_bytes > perf_opts.max_bytes) {
+    fprintf(stderr, "strand-conform perf: --min-bytes is larger than --max-bytes\n");
+    return 2;
+  }
+  if (perf_opts.max_bytes > ((size_t)1 << 30)) {
+    fprintf(stderr, "strand-conform perf: --max-bytes is at most 1G (test() reports int sizes)\n");
+    return 2;
+  }
+  /* Rank 0's check children append their tables to a scratch file; the JSON is assembled here
+   * once the run is over (only this process outlives every check). */
+  bool json_here = perf_opts.json_path && conform_opts.rank <= 0;
+  if (json_here) {
+    snprintf(perf_opts.json_parts, sizeof perf_opts.json_parts, "/tmp/strand-perf-XXXXXX");
+    int fd = mkstemp(perf_opts.json_parts);
+    if (fd < 0) {
+      fprintf(stderr, "strand-conform perf: cannot create a scratch file: %s\n", strerror(errno));
+      return 2;
+    }
+    close(fd);
+  }
+  /* Time bound: generous per row; a transport too slow for the sweep fails with a message saying
+   * which measurement ran out of time (use --timeout-scale or a smaller --max-bytes). */
+  size_t sizes[64];
+  int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
+  double per_row = (perf_opts.time_per_size * 2 + 1.5) * (perf_opts.ref_tcp ? 2 : 1);
+  unsigned bound = 60 + (unsigned)(per_row * ns * 2);
+  const conform_check_t *sel[8];
+  int n = 0;
+  for (conform_check_t *k = perf_checks; k->id; k++) {
+    if (!strcmp(k->id, "perf.bw-grouped") && perf_opts.group < 2) continue;
+    if (!strcmp(k->id, "perf.depth-sweep") && !perf_opts.depth_sweep) continue;
+    if (!strcmp(k->id, "perf.latency") && perf_opts.no_lat) continue;
+    if (!strcmp(k->id, "perf.bw-bi") && perf_opts.no_bi) continue;
+    k->timeout_s = !strcmp(k->id, "perf.latency") ? bound * 2 : bound;
+    if (conform_check_selected(k, &conform_opts)) sel[n++] = k;
+  }
+  if (n == 0) {
+    fprintf(stderr, "strand-conform perf: nothing selected\n");
+    return 2;
+  }
+  int rc = conform_run_checks(sel, n);
+  if (json_here) {
+    write_json(rc);
+    unlink(perf_opts.json_parts);
+  }
+  return rc;
+}
