@@ -39,6 +39,13 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_YIELD", NULL, SK_AUTO, SK_AUTO, 1,
                      "sched_yield() when test() finds a request not done (-2 = auto: only when "
                      "the proxy thread moves the data, i.e. nthreads 0)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_ZEROCOPY_THRESHOLD", NULL, 0, 0, SK_MAX_CHUNK,
+                     "MSG_ZEROCOPY for data chunks of at least this many bytes (0 = off; chunks "
+                     "are at most 1 MiB); streams whose sends the kernel copies anyway drop it"),
+    STRAND_PARAM_INT("STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT", NULL, 4, 0, 1000000,
+                     "a stream stops using MSG_ZEROCOPY after this many consecutive completions "
+                     "saying the kernel copied anyway (0 = never stop: for tests and "
+                     "measurements)"),
     STRAND_PARAM_BOOL("STRAND_SOCKET_NUMA_PIN", NULL, true,
                       "pin worker threads to the NIC's NUMA node when sysfs names one"),
 };
@@ -129,6 +136,10 @@ strand_result_t sk_config_load(sk_config_t *cfg, int speed_mbps, int ncpus) {
   bool env_yield = false;
   if ((rc = get_int("STRAND_SOCKET_YIELD", &v, &env_yield)) != STRAND_SUCCESS) return rc;
   cfg->yield = env_yield ? v == 1 : cfg->nthreads == 0;
+  if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_THRESHOLD", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->zc_threshold = (size_t)v;
+  if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->zc_copied_limit = (int)v;
   bool pin = true;
   if ((rc = strand_param_get_bool("STRAND_SOCKET_NUMA_PIN", &pin)) != STRAND_SUCCESS) return rc;
   cfg->numa_pin = pin;

@@ -276,6 +276,8 @@ static void proxy_move(sk_comm_t *c) {
     sk_stream_t *s = c->streams[i];
     bool progress, blocked;
     if (c->type == SK_COMM_SEND) {
+      /* NCCL polls test() anyway: look for zero-copy completions while some are out. */
+      if (sk_stream_zc_pending(s) && !sk_stream_zc_reap(s)) continue;
       if (atomic_load_explicit(&s->head, memory_order_relaxed) !=
           atomic_load_explicit(&s->tail, memory_order_relaxed))
         sk_stream_send(s, &progress, &blocked);
@@ -310,7 +312,8 @@ static void pump(sk_comm_t *c) {
       for (int i = 0; i < c->nstreams; i++) {
         sk_stream_t *s = c->streams[i];
         uint32_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
-        if (head - atomic_load_explicit(&s->tail, memory_order_acquire) >= SK_RING) continue;
+        /* A slot is free once released: zero-copy chunks hold theirs until the kernel let go. */
+        if (head - atomic_load_explicit(&s->released, memory_order_acquire) >= SK_RING) continue;
         uint64_t q = atomic_load_explicit(&s->queued, memory_order_relaxed);
         if (q < best_q) {
           best_q = q;

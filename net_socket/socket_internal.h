@@ -42,6 +42,9 @@
 #define SK_RING 64                                      /* chunk queue depth per data stream */
 #define SK_MAX_CHUNK (1u << 20)                         /* largest chunk handed to one stream */
 #define SK_MAX_MSG ((size_t)INT32_MAX)                  /* test() reports sizes as int */
+/* Zero-copy ids one stream may have outstanding (sent, not yet released by the kernel). Bounds
+ * the completion bitmap; beyond it sends copy (the kernel's optmem limit usually bites first). */
+#define SK_ZC_WINDOW 1024
 
 /* ---------------------------------------------------------------------------------------------
  * Configuration (socket_config.c)
@@ -56,6 +59,9 @@ typedef struct {
   int connect_timeout_ms;  /* connect retries (refused, unreachable) give up after this */
   bool numa_pin;           /* pin workers to the NIC's NUMA node */
   bool yield;              /* sched_yield() in test() while a request is not done */
+  size_t zc_threshold;     /* MSG_ZEROCOPY for data chunks of at least this size; 0 = never */
+  int zc_copied_limit;     /* consecutive "copied anyway" notifications before a stream stops
+                            * asking for MSG_ZEROCOPY; 0 = never stop (tests, measurements) */
   const char *nthreads_src, *nstreams_src; /* how the value was chosen, for the INFO line */
 } sk_config_t;
 
@@ -176,6 +182,9 @@ typedef struct {
   sk_send_req_t *req;
   char *data;
   uint32_t len;
+  /* Released (its request may complete, the slot may be reused) only once every zero-copy id
+   * below this has completed: the kernel reads the header and payload until then. */
+  uint32_t zc_need;
   sk_chunk_hdr_t hdr;
 } sk_chunk_t;
 
@@ -185,11 +194,21 @@ typedef struct sk_stream {
   struct sk_comm *comm;
   bool is_send;
   struct sk_worker *worker; /* NULL: progressed by the proxy thread */
-  /* send side: single-producer (proxy) single-consumer (mover) ring */
+  /* send side: single-producer (proxy) single-consumer (mover) ring. Chunks [released, tail)
+   * are in the kernel but may still be referenced by it (zero-copy); [tail, head) are to send. */
   sk_chunk_t ring[SK_RING];
-  _Atomic uint32_t head, tail;
+  _Atomic uint32_t head, tail, released;
   _Atomic uint64_t queued;  /* bytes queued and not yet sent: the least-loaded choice */
   size_t cur_sent;          /* bytes of ring[tail] (header + payload) already sent */
+  /* zero-copy send state, mover only (socket_stream.c). The kernel numbers every successful
+   * MSG_ZEROCOPY sendmsg on a socket 0, 1, 2, ... and reports completed ranges of those ids on
+   * the socket's error queue, not necessarily in order. */
+  size_t zc_min;            /* chunks of at least this size go zero-copy; 0 = never */
+  bool zc_errq;             /* worker: EPOLLERR seen, the error queue may hold notifications */
+  uint32_t zc_next;         /* id the next successful MSG_ZEROCOPY sendmsg gets */
+  uint32_t zc_done;         /* every id below this has completed */
+  uint64_t zc_bits[SK_ZC_WINDOW / 64]; /* completed ids >= zc_done, indexed by id % window */
+  int zc_copied;            /* consecutive notifications saying the kernel copied anyway */
   /* receive side */
   sk_chunk_hdr_t rhdr, rnext;
   size_t rhdr_got, rdata_got;
@@ -252,11 +271,19 @@ void sk_workers_detach(sk_comm_t *comm);
 /* Wakes the worker of a stream that just got chunks, if it is asleep. */
 void sk_worker_kick(struct sk_worker *w);
 
-/* Stream movers shared by workers and the proxy-driven mode (socket_stream.c).
+/* Stream movers shared by workers and the proxy-driven mode (socket_stream.c,
+ * socket_zerocopy.c).
  * They return false after recording a comm error; *progress tells whether bytes moved;
  * *blocked that the socket would block. */
 bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked);
 bool sk_stream_recv(sk_stream_t *s, bool *progress, bool *blocked);
+/* Zero-copy: asks the kernel for SO_ZEROCOPY on a send stream (set-up), and reads the stream's
+ * completion notifications, releasing the chunks they cover (mover; false after a comm error). */
+void sk_stream_zc_enable(sk_stream_t *s, size_t threshold);
+bool sk_stream_zc_reap(sk_stream_t *s);
+void sk_stream_zc_nobufs(sk_stream_t *s); /* a MSG_ZEROCOPY send was refused with ENOBUFS */
+void sk_stream_release(sk_stream_t *s);   /* hands back chunks the kernel no longer reads */
+static inline bool sk_stream_zc_pending(const sk_stream_t *s) { return s->zc_next != s->zc_done; }
 void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

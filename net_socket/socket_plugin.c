@@ -91,11 +91,14 @@ static strand_result_t global_setup(void) {
                 d->speed_mbps, d->speed_known ? "" : " (not in sysfs: assumed)", d->numa_node,
                 d->pci_path ? d->pci_path : "none (virtual)");
   }
+  char zc[48] = "zero-copy off";
+  if (g.cfg.zc_threshold > 0)
+    snprintf(zc, sizeof zc, "zero-copy chunks >= %zu B", g.cfg.zc_threshold);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "NET/strand-socket: using %d worker threads (%s), %d data streams per connection "
-              "(%s), inline <= %zu B, chunks >= %zu B, %d CPUs",
+              "(%s), inline <= %zu B, chunks >= %zu B, %s, %d CPUs",
               g.cfg.nthreads, g.cfg.nthreads_src, g.cfg.nstreams, g.cfg.nstreams_src,
-              g.cfg.inline_max, g.cfg.min_chunk, strand_topo_num_cpus());
+              g.cfg.inline_max, g.cfg.min_chunk, zc, strand_topo_num_cpus());
   return STRAND_SUCCESS;
 }
 

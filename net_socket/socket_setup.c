@@ -106,6 +106,7 @@ static strand_result_t build_comm(int type, int dev, const int *fds, int total,
     s->comm = c;
     s->is_send = type == SK_COMM_SEND;
     tune_established(s->fd);
+    if (s->is_send) sk_stream_zc_enable(s, sk_config()->zc_threshold);
     c->streams[i] = s;
   }
   strand_result_t rc = sk_comm_init_data(c);

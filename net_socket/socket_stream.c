@@ -40,18 +40,45 @@ static strand_result_t errno_result(int err) {
              : STRAND_SYSTEM_ERROR;
 }
 
+/* Hands back, in ring order, the chunks the kernel no longer references: their requests may
+ * complete (the caller may reuse the buffer) and the producer may reuse their slots. Without
+ * zero-copy a chunk is released as soon as its last byte was sent. */
+void sk_stream_release(sk_stream_t *s) {
+  uint32_t r = atomic_load_explicit(&s->released, memory_order_relaxed);
+  const uint32_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  while (r != tail) {
+    sk_chunk_t *ch = &s->ring[r % SK_RING];
+    if ((int32_t)(s->zc_done - ch->zc_need) < 0) break; /* an id it needs is still out */
+    uint32_t len = ch->len;
+    sk_send_req_t *req = ch->req;
+    r++;
+    /* The slot is the producer's again from here on: read it before. */
+    atomic_store_explicit(&s->released, r, memory_order_release);
+    /* Last touch of req: the proxy may recycle it as soon as bytes_done reaches size. */
+    atomic_fetch_add_explicit(&req->bytes_done, len, memory_order_release);
+  }
+}
+
+static bool zc_eligible(const sk_stream_t *s, const sk_chunk_t *ch) {
+  return s->zc_min != 0 && ch->len >= s->zc_min;
+}
+
 bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
   *progress = false;
   *blocked = false;
   for (int round = 0; round < SK_SEND_ROUNDS; round++) {
     uint32_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
     uint32_t head = atomic_load_explicit(&s->head, memory_order_acquire);
-    if (tail == head) return true;
+    if (tail == head) break;
+    /* One sendmsg gathers chunks of one kind only: all zero-copy or all copied. */
+    const bool eligible = zc_eligible(s, &s->ring[tail % SK_RING]);
+    bool zc = eligible && s->zc_next - s->zc_done < SK_ZC_WINDOW;
     struct iovec iov[2 * SK_IOV_CHUNKS];
     int niov = 0;
     size_t total = 0, skip = s->cur_sent;
     for (uint32_t i = tail; i != head && niov + 2 <= 2 * SK_IOV_CHUNKS; i++) {
       sk_chunk_t *ch = &s->ring[i % SK_RING];
+      if (i != tail && zc_eligible(s, ch) != eligible) break;
       if (skip < sizeof ch->hdr) {
         iov[niov].iov_base = (char *)&ch->hdr + skip;
         iov[niov].iov_len = sizeof ch->hdr - skip;
@@ -66,12 +93,19 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
       skip = 0;
     }
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-    ssize_t n = sendmsg(s->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = sendmsg(s->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL | (zc ? MSG_ZEROCOPY : 0));
+    if (n < 0 && zc && errno == ENOBUFS) {
+      /* No option memory for the notification (net.core.optmem_max) or no locked-memory
+       * allowance for the pinned pages: send this one by copying. */
+      sk_stream_zc_nobufs(s);
+      zc = false;
+      n = sendmsg(s->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         *blocked = true;
-        return true;
+        break;
       }
       int err = errno;
       sk_comm_set_error(s->comm, errno_result(err),
@@ -80,9 +114,14 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
       return false;
     }
     *progress = true;
+    /* The kernel gave this call the next id (only calls that took bytes get one). */
+    if (zc && n > 0) s->zc_next++;
     size_t left = (size_t)n;
     while (left > 0) {
       sk_chunk_t *ch = &s->ring[tail % SK_RING];
+      /* Every chunk with bytes in this call waits for this call's id (copied: for the ids
+       * before it, which keeps releases in ring order). */
+      ch->zc_need = s->zc_next;
       size_t rem = sizeof ch->hdr + ch->len - s->cur_sent;
       if (left < rem) {
         s->cur_sent += left;
@@ -90,19 +129,16 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
       }
       left -= rem;
       s->cur_sent = 0;
-      uint32_t len = ch->len;
-      sk_send_req_t *req = ch->req;
-      atomic_fetch_sub_explicit(&s->queued, len, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&s->queued, ch->len, memory_order_relaxed);
       tail++;
       atomic_store_explicit(&s->tail, tail, memory_order_release);
-      /* Last touch of req: the proxy may recycle it as soon as bytes_done reaches size. */
-      atomic_fetch_add_explicit(&req->bytes_done, len, memory_order_release);
     }
     if ((size_t)n < total) {
       *blocked = true;
-      return true;
+      break;
     }
   }
+  sk_stream_release(s);
   return true;
 }
 

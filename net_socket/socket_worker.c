@@ -117,6 +117,10 @@ static bool pass(sk_worker_t *w, bool *ready_left) {
     if (atomic_load_explicit(&s->comm->error, memory_order_relaxed) != 0) continue;
     bool progress = false, blocked = false;
     if (s->is_send) {
+      if (s->zc_errq) { /* completions of zero-copy sends arrived (EPOLLERR) */
+        s->zc_errq = false;
+        if (!sk_stream_zc_reap(s)) continue;
+      }
       if (!s->writable) continue;
       if (atomic_load_explicit(&s->head, memory_order_acquire) ==
           atomic_load_explicit(&s->tail, memory_order_relaxed))
@@ -182,6 +186,9 @@ static void *worker_main(void *arg) {
       }
       if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s->readable = true;
       if (evs[i].events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) s->writable = true;
+      /* EPOLLERR cannot be masked: it also means "the error queue is not empty", which is how
+       * zero-copy completions announce themselves. */
+      if ((evs[i].events & EPOLLERR) && s->is_send) s->zc_errq = true;
     }
   }
   return NULL;

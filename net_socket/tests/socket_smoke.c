@@ -100,6 +100,18 @@ static int wait_reqs(void **rs, int *sizes, int n, strand_result_t *err_out) {
   return 0;
 }
 
+/* One test() on each non-NULL request; done ones become NULL. */
+static int wait_reqs_once(void **rs, int *sizes, int n) {
+  for (int i = 0; i < n; i++) {
+    if (rs[i] == NULL) continue;
+    int done = 0;
+    strand_result_t rc = net->test(rs[i], &done, sizes ? &sizes[i * 8] : NULL);
+    CHECK(rc == STRAND_SUCCESS, "test returned %d", rc);
+    if (done) rs[i] = NULL;
+  }
+  return 0;
+}
+
 static int post_send(void *sc, void *buf, size_t size, int tag, void *mh, void **req) {
   double t0 = now_s();
   *req = NULL;
@@ -175,6 +187,7 @@ static int case_transfer(void) {
  * by tag; then 8 groups in flight at once. */
 static int case_group(void) {
   void *sc, *rc_;
+  const double t_case = now_s();
   if (connect_pair(&sc, &rc_, NULL)) return -1;
   enum { G = 3, ROUNDS = 8, SZ = 300000 };
   unsigned char *sb[G], *rb[ROUNDS][G];
@@ -193,27 +206,45 @@ static int case_group(void) {
   }
   void *sreq[ROUNDS * G];
   int order[G] = {2, 0, 1};
+  int got[ROUNDS][8] = {{0}};
   for (int r = 0; r < ROUNDS; r++) {
     for (int k = 0; k < G; k++) {
       int i = order[k];
       size_t n = (size_t)(SZ - 1000 * i - r);
       fill(sb[i], n, (unsigned)(i * 100 + r));
-      /* each round needs its own source buffer content: copy into a private buffer */
+      /* Each round needs its own source buffer content: copy into a private buffer, and free
+       * it as soon as the send is done (the plugin must not read it after that: zero-copy). */
       unsigned char *copy = malloc(n);
       memcpy(copy, sb[i], n);
       CHECK(post_send(sc, copy, n, tags[i], NULL, &sreq[r * G + k]) == 0, "grouped isend");
-      void *one[1] = {sreq[r * G + k]};
-      if (wait_reqs(one, NULL, 1, NULL)) return -1;
+      /* Poll this round's receive too, as a proxy thread would: a send may need the receiver
+       * to progress before it is done (with nthreads=0 data moves inside test(), and a
+       * zero-copy send is done only once the peer's kernel acknowledged its bytes). */
+      void *two[2] = {sreq[r * G + k], rreq[r]};
+      while (two[0] != NULL) {
+        int gs[2 * 8] = {0};
+        void *one[1] = {two[0]};
+        if (wait_reqs_once(one, NULL, 1)) return -1;
+        two[0] = one[0];
+        if (two[1] != NULL) {
+          void *rr[1] = {two[1]};
+          if (wait_reqs_once(rr, gs, 1)) return -1;
+          if (rr[0] == NULL) {
+            memcpy(got[r], gs, sizeof got[r]);
+            rreq[r] = two[1] = NULL;
+          }
+        }
+        CHECK(now_s() - t_case < SMOKE_TIMEOUT_S, "grouped send %d.%d not done in time", r, k);
+      }
       free(copy);
     }
   }
   for (int r = 0; r < ROUNDS; r++) {
-    int got[8] = {0};
     void *one[1] = {rreq[r]};
-    if (wait_reqs(one, got, 1, NULL)) return -1;
+    if (wait_reqs(one, got[r], 1, NULL)) return -1;
     for (int i = 0; i < G; i++) {
       size_t n = (size_t)(SZ - 1000 * i - r);
-      CHECK(got[i] == (int)n, "round %d entry %d: size %d, expected %zu", r, i, got[i], n);
+      CHECK(got[r][i] == (int)n, "round %d entry %d: size %d, expected %zu", r, i, got[r][i], n);
       CHECK(check_fill(rb[r][i], n, (unsigned)(i * 100 + r)) < 0, "round %d entry %d data", r, i);
     }
   }
@@ -223,6 +254,52 @@ static int case_group(void) {
     free(sb[i]);
     for (int r = 0; r < ROUNDS; r++) free(rb[r][i]);
   }
+  return 0;
+}
+
+/* One send buffer, overwritten with the next message the moment test() says its send is done.
+ * The receiver is polled only now and then, so the sender's socket stays backed up and bytes of a
+ * "done" send would still be queued in the kernel if done came early. With zero-copy
+ * (STRAND_SOCKET_ZEROCOPY_THRESHOLD) the kernel reads the user's pages until it releases them, so
+ * an early done shows up here as a receive holding the next message's bytes. */
+static int case_reuse(void) {
+  void *sc, *rc_;
+  const double t_case = now_s();
+  if (connect_pair(&sc, &rc_, NULL)) return -1;
+  enum { ROUNDS = 6, SZ = 4 << 20 };
+  unsigned char *sb = malloc(SZ), *rb[ROUNDS];
+  void *rreq[ROUNDS];
+  size_t posted = SZ;
+  int tag = 3;
+  for (int r = 0; r < ROUNDS; r++) {
+    rb[r] = calloc(1, SZ);
+    void *d = rb[r];
+    rreq[r] = NULL;
+    CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &rreq[r]) == STRAND_SUCCESS &&
+              rreq[r], "irecv %d", r);
+  }
+  for (int r = 0; r < ROUNDS; r++) {
+    fill(sb, SZ, 1000u + (unsigned)r);
+    void *sreq = NULL;
+    CHECK(post_send(sc, sb, SZ, tag, NULL, &sreq) == 0, "isend %d", r);
+    for (unsigned k = 0; sreq != NULL; k++) {
+      void *one[1] = {sreq};
+      if (wait_reqs_once(one, NULL, 1)) return -1;
+      sreq = one[0];
+      if (k % 32 == 31 && wait_reqs_once(rreq, NULL, ROUNDS)) return -1;
+      CHECK(now_s() - t_case < SMOKE_TIMEOUT_S, "send %d not done in time", r);
+    }
+  }
+  if (wait_reqs(rreq, NULL, ROUNDS, NULL)) return -1;
+  for (int r = 0; r < ROUNDS; r++) {
+    int bad = check_fill(rb[r], SZ, 1000u + (unsigned)r);
+    CHECK(bad < 0, "message %d: byte %d differs (the send buffer was read after its send was "
+          "reported done)", r, bad);
+    free(rb[r]);
+  }
+  free(sb);
+  net->closeSend(sc);
+  net->closeRecv(rc_);
   return 0;
 }
 
@@ -517,6 +594,7 @@ int main(int argc, char **argv) {
     int (*fn)(void);
   } cases[] = {{"props", case_props},       {"transfer", case_transfer},
                {"group", case_group},       {"window", case_window},
+               {"reuse", case_reuse},
                {"oversize", case_oversize}, {"stranger", case_stranger}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (!all && strcmp(which, cases[i].name)) continue;

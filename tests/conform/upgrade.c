@@ -229,15 +229,23 @@ static strand_result_t w_finalize(void *ctx) {
   return STRAND_SUCCESS;
 }
 
-static strand_result_t w_getprops(int dev, strand_props_v12_t *out) {
+/* Where a plugin's getProperties writes: large enough for any version's struct, plus slack so a
+ * plugin that writes past its struct corrupts this landing area instead of the suite's stack.
+ * props.fields-written reports such overruns; every other check just gets the converted copy. */
+typedef struct {
   union {
     strand_props_v6_t v6; strand_props_v7_t v7; strand_props_v8_t v8;
     strand_props_v9_t v9; strand_props_v11_t v11; strand_props_v12_t v12;
-  } in; /* big enough for any version, so props_to_v12 may read a whole v12 struct */
-  memset(&in, 0, sizeof in);
-  strand_result_t r = raw_getprops(g_raw)(dev, &in);
+  } in;
+  unsigned char slack[4096];
+} props_landing_t;
+
+static strand_result_t w_getprops(int dev, strand_props_v12_t *out) {
+  props_landing_t land;
+  memset(&land, 0, sizeof land);
+  strand_result_t r = raw_getprops(g_raw)(dev, &land.in);
   if (r != STRAND_SUCCESS) return r;
-  props_to_v12(g_ver, dev, &in, out);
+  props_to_v12(g_ver, dev, &land.in, out);
   return STRAND_SUCCESS;
 }
 
@@ -331,6 +339,9 @@ void conform_upgrade_net(conform_plugin_t *p) {
   if (!g_raw) return;
   if (g_ver >= 12) {
     memcpy(o, g_raw, sizeof *o);
+    /* NCCL calls a v12 table directly; the suite still routes getProperties through the landing
+     * area so that one plugin writing past its struct fails one check, not the suite's stack. */
+    if (o->getProperties) o->getProperties = w_getprops;
     return;
   }
   o->name = NV(6)->name;
@@ -413,14 +424,11 @@ static strand_result_t cw_finalize(void *ctx) {
 }
 
 static strand_result_t cw_getprops(int dev, strand_props_v12_t *out) {
-  union {
-    strand_props_v6_t v6; strand_props_v7_t v7; strand_props_v8_t v8;
-    strand_props_v9_t v9; strand_props_v11_t v11; strand_props_v12_t v12;
-  } in;
-  memset(&in, 0, sizeof in);
-  strand_result_t r = raw_getprops(g_craw)(dev, &in);
+  props_landing_t land;
+  memset(&land, 0, sizeof land);
+  strand_result_t r = raw_getprops(g_craw)(dev, &land.in);
   if (r != STRAND_SUCCESS) return r;
-  props_to_v12(g_cver, dev, &in, out);
+  props_to_v12(g_cver, dev, &land.in, out);
   if (g_cver <= 8) { /* v6..v8 CollNet devices are forced to HOST/0 */
     out->netDeviceType = STRAND_DEV_HOST;
     out->netDeviceVersion = 0;
