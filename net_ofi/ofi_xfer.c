@@ -101,9 +101,17 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
     return STRAND_INVALID_ARGUMENT;
   }
   if (size > 0 && ((uintptr_t)data < mr->base || (uintptr_t)data + size > mr->base + mr->len)) {
-    STRAND_WARN("%s: buffer %p+%zu lies outside its registration %p+%zu", call, data, size,
-             (void *)mr->base, mr->len);
-    return STRAND_INVALID_ARGUMENT;
+    /* A caller bug (the core only passes pointers inside the registration). Fatal where the
+     * provider needs the descriptor to cover the buffer; harmless for host memory otherwise. */
+    if ((d->mr_mode & FI_MR_LOCAL) || mr->iface != FI_HMEM_SYSTEM) {
+      STRAND_WARN("%s: buffer %p+%zu lies outside its registration %p+%zu", call, data, size,
+                  (void *)mr->base, mr->len);
+      return STRAND_INVALID_ARGUMENT;
+    }
+    STRAND_INFO(STRAND_SUBSYS_NET, "%s: buffer %p+%zu lies outside its registration %p+%zu; "
+                "%s needs no registration for host memory, so it is sent without one",
+                call, data, size, (void *)mr->base, mr->len, d->name);
+    return STRAND_SUCCESS;
   }
   *desc = mr->desc;
   return STRAND_SUCCESS;

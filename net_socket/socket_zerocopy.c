@@ -11,8 +11,8 @@
  * When the data has to be copied anyway (loopback, veth into another namespace, a NIC without
  * scatter-gather), the notification carries SO_EE_CODE_ZEROCOPY_COPIED: then zero-copy only adds
  * page pinning and notifications, so after STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT such notifications
- * in a row the stream goes back to plain sends. Everything here runs on the stream's mover (its worker, or the
- * proxy thread with nthreads 0), like the rest of the stream's send state. */
+ * in a row the stream goes back to plain sends. Everything here runs on the stream's mover (its
+ * worker, or the proxy thread with nthreads 0), like the rest of the stream's send state. */
 #include <errno.h>
 #include <time.h> /* linux/errqueue.h needs struct timespec */
 #include <linux/errqueue.h>
