@@ -8,6 +8,7 @@
  * Progress: everything is driven from the caller (test/isend/irecv/connect/accept), with a bounded
  * number of CQ reads per call, so providers with FI_PROGRESS_MANUAL work without a thread of ours. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -322,15 +323,20 @@ strand_result_t ofi_fabric_init(void) {
 
 void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen) {
   char ip[INET6_ADDRSTRLEN];
-  if (len >= sizeof(struct sockaddr_in) && ((const struct sockaddr *)name)->sa_family == AF_INET) {
-    const struct sockaddr_in *s = (const struct sockaddr_in *)name;
-    inet_ntop(AF_INET, &s->sin_addr, ip, sizeof ip);
-    snprintf(out, outlen, "%s:%u", ip, ntohs(s->sin_port));
-  } else if (len >= sizeof(struct sockaddr_in6) &&
-             ((const struct sockaddr *)name)->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)name;
-    inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof ip);
-    snprintf(out, outlen, "[%s]:%u", ip, ntohs(s->sin6_port));
+  /* Endpoint names are byte strings with no alignment promise (they come from handles and wire
+   * messages): copy into real sockaddr structs before reading any field. */
+  sa_family_t family = AF_UNSPEC;
+  if (len >= sizeof family) memcpy(&family, name + offsetof(struct sockaddr, sa_family), sizeof family);
+  if (len >= sizeof(struct sockaddr_in) && family == AF_INET) {
+    struct sockaddr_in s;
+    memcpy(&s, name, sizeof s);
+    inet_ntop(AF_INET, &s.sin_addr, ip, sizeof ip);
+    snprintf(out, outlen, "%s:%u", ip, ntohs(s.sin_port));
+  } else if (len >= sizeof(struct sockaddr_in6) && family == AF_INET6) {
+    struct sockaddr_in6 s;
+    memcpy(&s, name, sizeof s);
+    inet_ntop(AF_INET6, &s.sin6_addr, ip, sizeof ip);
+    snprintf(out, outlen, "[%s]:%u", ip, ntohs(s.sin6_port));
   } else {
     size_t o = 0;
     out[0] = '\0';
