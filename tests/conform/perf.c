@@ -88,8 +88,6 @@ typedef struct {
   conform_ctx_t *c;
   unsigned char *sbuf, *rarea;
   size_t sbuf_len, rarea_len;
-  unsigned char ack_s[64], ack_r[64];
-  void *ack_smh, *ack_rmh;
   uint64_t seed_mine, seed_peer;
   int peer;
 } bufs_t;
@@ -177,7 +175,9 @@ static int bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, dou
   if (sp->ack && sp->send) {
     size_t one = 1;
     int tag = x->tcp ? 0 : B->peer;
-    void *ab = B->ack_r;
+    /* The acknowledgement lands in the registered receive area (unused by the sender in a
+     * unidirectional run), so providers that require registered buffers accept it. */
+    void *ab = B->rarea;
     for (unsigned spins = 0; !ack_req; spins++) {
       if (xp_irecv(x, 1, &ab, &one, &tag, &ack_req)) goto out;
       if (!ack_req && (spins & 255) == 255 && bounded(c, what, 0, S, 0, G)) goto out;
@@ -248,7 +248,8 @@ static int bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, dou
   if (sp->ack && sp->recv) {
     void *r = NULL;
     for (unsigned spins = 0; !r; spins++) {
-      if (xp_isend(x, B->ack_s, 1, c->rank, &r)) goto out;
+      /* Sent from the registered send buffer, unused by the receiver in a unidirectional run. */
+      if (xp_isend(x, B->sbuf, 1, c->rank, &r)) goto out;
       if (!r && (spins & 255) == 255 && bounded(c, what, S, S, G, G)) goto out;
     }
     for (unsigned long it = 0;; it++) {
