@@ -95,39 +95,22 @@ static strand_result_t v6_listen(int dev, void *handle, void **listenComm) {
 
 /* ---- getProperties ---- */
 
-static strand_result_t plugin_props(int dev, strand_props_v12_t *p12) {
-  memset(p12, 0, sizeof *p12);
-  return PLUGIN->getProperties(dev, p12);
-}
+/* Each core's layout, from the plugin's v12 properties (export_common.c). */
 static strand_result_t v6_getProperties(int dev, strand_props_v6_t *props) {
-  strand_props_v12_t p12;
-  strand_result_t rc = plugin_props(dev, &p12);
-  if (rc == STRAND_SUCCESS) strand_props_v12_to_v6(&p12, props);
-  return rc;
+  return strand_export_props_v6(PLUGIN->getProperties, dev, props);
 }
 static strand_result_t v7_getProperties(int dev, strand_props_v7_t *props) {
-  strand_props_v12_t p12;
-  strand_result_t rc = plugin_props(dev, &p12);
-  if (rc == STRAND_SUCCESS) strand_props_v12_to_v7(&p12, props);
-  return rc;
+  return strand_export_props_v7(PLUGIN->getProperties, dev, props);
 }
 static strand_result_t v8_getProperties(int dev, strand_props_v8_t *props) {
-  strand_props_v12_t p12;
-  strand_result_t rc = plugin_props(dev, &p12);
-  if (rc == STRAND_SUCCESS) strand_props_v12_to_v8(&p12, props);
-  return rc;
+  return strand_export_props_v8(PLUGIN->getProperties, dev, props);
 }
+/* v9 and v10 share one properties layout. */
 static strand_result_t v9_getProperties(int dev, strand_props_v9_t *props) {
-  strand_props_v12_t p12;
-  strand_result_t rc = plugin_props(dev, &p12);
-  if (rc != STRAND_SUCCESS) return rc;
-  return strand_props_v12_to_v9(&p12, props, "ncclCollNetPlugin_v9/v10.getProperties", dev);
+  return strand_export_props_v9(PLUGIN->getProperties, dev, props, "ncclCollNetPlugin_v9/v10.getProperties");
 }
 static strand_result_t v11_getProperties(int dev, strand_props_v11_t *props) {
-  strand_props_v12_t p12;
-  strand_result_t rc = plugin_props(dev, &p12);
-  if (rc != STRAND_SUCCESS) return rc;
-  return strand_props_v12_to_v11(&p12, props, "ncclCollNetPlugin_v11.getProperties", dev);
+  return strand_export_props_v11(PLUGIN->getProperties, dev, props, "ncclCollNetPlugin_v11.getProperties");
 }
 
 /* ---- int sizes and counts of v6..v8 ---- */

@@ -212,3 +212,41 @@ strand_result_t strand_vprops_v11_to_v12(const strand_vprops_v11_t *in, strand_v
   for (int i = 0; i < in->ndevs; i++) out->devs[i] = in->devs[i];
   return STRAND_SUCCESS;
 }
+
+/* ---- getProperties for older cores: fetch the plugin's v12 struct, convert ---- */
+
+static strand_result_t fetch_v12(strand_export_getprops_fn get, int dev, strand_props_v12_t *p12) {
+  memset(p12, 0, sizeof *p12);
+  return get(dev, p12);
+}
+
+strand_result_t strand_export_props_v6(strand_export_getprops_fn get, int dev, strand_props_v6_t *out) {
+  strand_props_v12_t p12;
+  strand_result_t rc = fetch_v12(get, dev, &p12);
+  if (rc == STRAND_SUCCESS) strand_props_v12_to_v6(&p12, out);
+  return rc;
+}
+strand_result_t strand_export_props_v7(strand_export_getprops_fn get, int dev, strand_props_v7_t *out) {
+  strand_props_v12_t p12;
+  strand_result_t rc = fetch_v12(get, dev, &p12);
+  if (rc == STRAND_SUCCESS) strand_props_v12_to_v7(&p12, out);
+  return rc;
+}
+strand_result_t strand_export_props_v8(strand_export_getprops_fn get, int dev, strand_props_v8_t *out) {
+  strand_props_v12_t p12;
+  strand_result_t rc = fetch_v12(get, dev, &p12);
+  if (rc == STRAND_SUCCESS) strand_props_v12_to_v8(&p12, out);
+  return rc;
+}
+strand_result_t strand_export_props_v9(strand_export_getprops_fn get, int dev, strand_props_v9_t *out,
+                                       const char *call) {
+  strand_props_v12_t p12;
+  strand_result_t rc = fetch_v12(get, dev, &p12);
+  return rc != STRAND_SUCCESS ? rc : strand_props_v12_to_v9(&p12, out, call, dev);
+}
+strand_result_t strand_export_props_v11(strand_export_getprops_fn get, int dev,
+                                        strand_props_v11_t *out, const char *call) {
+  strand_props_v12_t p12;
+  strand_result_t rc = fetch_v12(get, dev, &p12);
+  return rc != STRAND_SUCCESS ? rc : strand_props_v12_to_v11(&p12, out, call, dev);
+}

@@ -47,6 +47,18 @@ strand_result_t strand_props_v12_to_v9(const strand_props_v12_t *in, strand_prop
                                        const char *call, int dev);
 strand_result_t strand_props_v12_to_v11(const strand_props_v12_t *in, strand_props_v11_t *out,
                                         const char *call, int dev);
+/* getProperties for an older core: ask the plugin (net or CollNet table) for the v12 struct, zeroed
+ * first so that a field the plugin forgets is 0 in every layout rather than stack garbage, then
+ * write the core's layout with the converters above. */
+typedef strand_result_t (*strand_export_getprops_fn)(int dev, strand_props_v12_t *props);
+strand_result_t strand_export_props_v6(strand_export_getprops_fn get, int dev, strand_props_v6_t *out);
+strand_result_t strand_export_props_v7(strand_export_getprops_fn get, int dev, strand_props_v7_t *out);
+strand_result_t strand_export_props_v8(strand_export_getprops_fn get, int dev, strand_props_v8_t *out);
+strand_result_t strand_export_props_v9(strand_export_getprops_fn get, int dev, strand_props_v9_t *out,
+                                       const char *call);
+strand_result_t strand_export_props_v11(strand_export_getprops_fn get, int dev,
+                                        strand_props_v11_t *out, const char *call);
+
 /* A v9..v11 vNIC request (≤ 4 members) as the v12 struct the plugin takes. */
 strand_result_t strand_vprops_v11_to_v12(const strand_vprops_v11_t *in, strand_vprops_v12_t *out,
                                          const char *call);
