@@ -17,7 +17,6 @@
 
 #include "export_internal.h"
 
-#define STRAND_EXPORT_SYMBOL __attribute__((visibility("default")))
 #define PLUGIN strand_plugin_collnet
 
 /* Referenced by STRAND_COLLNET_PLUGIN() so that linking libstrand-sdk.a pulls this object in. */

@@ -13,7 +13,11 @@
 #include "export_internal.h"
 
 /* The logger NCCL handed to the last init (any version). The export layer only needs it for its
- * own warnings; the plugin gets the same pointer through its init and keeps its own copy. */
+ * own warnings; the plugin gets the same pointer through its init and keeps its own copy.
+ * Why a second path beside strand/log.h: that logger (its prefix, filter and fallback stream) is
+ * the plugin's to set up, and a plugin may install another logger or none (tests capture it); the
+ * export layer must still reach NCCL with the errors it finds itself, before or without the
+ * plugin's init (a size an older core cannot carry, a table member the plugin left NULL). */
 static _Atomic(strand_logger_t) export_logger;
 static atomic_int net_version;
 static atomic_int collnet_version;

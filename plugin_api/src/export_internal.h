@@ -19,6 +19,25 @@
 /* Distinct trafficClass values for which a v10 adapter keeps its own plugin context. */
 #define STRAND_EXPORT_MAX_TC_CTX 16
 
+/* ---- the exported tables: the only symbols a plugin .so exports (plugin.map) ---- */
+#define STRAND_EXPORT_SYMBOL __attribute__((visibility("default")))
+/* Defined in export_net.c, filled from the plugin's table on first use. */
+extern STRAND_EXPORT_SYMBOL strand_net_v6_t ncclNetPlugin_v6;
+extern STRAND_EXPORT_SYMBOL strand_net_v7_t ncclNetPlugin_v7;
+extern STRAND_EXPORT_SYMBOL strand_net_v8_t ncclNetPlugin_v8;
+extern STRAND_EXPORT_SYMBOL strand_net_v9_t ncclNetPlugin_v9;
+extern STRAND_EXPORT_SYMBOL strand_net_v10_t ncclNetPlugin_v10;
+extern STRAND_EXPORT_SYMBOL strand_net_v11_t ncclNetPlugin_v11;
+extern STRAND_EXPORT_SYMBOL strand_net_v12_t ncclNetPlugin_v12;
+/* Defined in export_collnet.c, linked in only when the plugin has a CollNet table. */
+extern STRAND_EXPORT_SYMBOL strand_collnet_v6_t ncclCollNetPlugin_v6;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v7_t ncclCollNetPlugin_v7;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v8_t ncclCollNetPlugin_v8;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v9_t ncclCollNetPlugin_v9;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v10_t ncclCollNetPlugin_v10;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v11_t ncclCollNetPlugin_v11;
+extern STRAND_EXPORT_SYMBOL strand_collnet_v12_t ncclCollNetPlugin_v12;
+
 /* ---- logging: the export layer's own WARN/INFO, through the logger the core gave to init ---- */
 void strand_export_set_logger(strand_logger_t logger);
 void strand_export_log(strand_log_level_t level, int line, const char *fmt, ...)

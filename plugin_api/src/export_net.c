@@ -19,7 +19,6 @@
 
 #include "export_internal.h"
 
-#define STRAND_EXPORT_SYMBOL __attribute__((visibility("default")))
 #define PLUGIN strand_plugin_net
 
 /* Referenced by STRAND_NET_PLUGIN() so that linking libstrand-sdk.a pulls this object in. */

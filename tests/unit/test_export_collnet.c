@@ -13,15 +13,8 @@
 #include <cmocka.h>
 
 #include "strand/plugin.h"
-#include "../../plugin_api/src/export_internal.h"
+#include "export_internal.h"
 
-extern strand_collnet_v6_t ncclCollNetPlugin_v6;
-extern strand_collnet_v7_t ncclCollNetPlugin_v7;
-extern strand_collnet_v8_t ncclCollNetPlugin_v8;
-extern strand_collnet_v9_t ncclCollNetPlugin_v9;
-extern strand_collnet_v10_t ncclCollNetPlugin_v10;
-extern strand_collnet_v11_t ncclCollNetPlugin_v11;
-extern strand_collnet_v12_t ncclCollNetPlugin_v12;
 extern strand_net_v12_t ncclNetPlugin_v12 __attribute__((weak));
 
 enum { F_INIT, F_LISTEN, F_REGMR, F_IALLREDUCE, F_IALLGATHER, F_IREDUCESCATTER, F_MAKEVDEVICE,

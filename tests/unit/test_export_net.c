@@ -13,15 +13,8 @@
 #include <cmocka.h>
 
 #include "strand/plugin.h"
-#include "../../plugin_api/src/export_internal.h"
+#include "export_internal.h"
 
-extern strand_net_v6_t ncclNetPlugin_v6;
-extern strand_net_v7_t ncclNetPlugin_v7;
-extern strand_net_v8_t ncclNetPlugin_v8;
-extern strand_net_v9_t ncclNetPlugin_v9;
-extern strand_net_v10_t ncclNetPlugin_v10;
-extern strand_net_v11_t ncclNetPlugin_v11;
-extern strand_net_v12_t ncclNetPlugin_v12;
 /* This test defines no CollNet table, so the CollNet export object must not be linked in. */
 extern strand_collnet_v12_t ncclCollNetPlugin_v12 __attribute__((weak));
 extern strand_collnet_v6_t ncclCollNetPlugin_v6 __attribute__((weak));

@@ -45,6 +45,17 @@ int strand_core_abi_version(void);
 int strand_core_collnet_abi_version(void);
 int strand_core_max_requests(void);
 
+/* Fills *props with the defaults of a host-memory device `dev`, so that getProperties only sets
+ * what is specific to its device. Every field is written (the core does not zero the struct):
+ *   name NULL, pciPath NULL, guid dev, ptrSupport HOST, regIsGlobal 0, forceFlush 0, speed 0,
+ *   port 0, latency 0, maxComms 65536, maxRecvs 1, netDeviceType HOST,
+ *   netDeviceVersion STRAND_NET_DEVICE_INVALID_VERSION, vProps {1 device: dev},
+ *   maxP2pBytes STRAND_MAX_NET_SIZE_V8 (1 GiB, what every core accepts),
+ *   maxCollBytes STRAND_MAX_COLLNET_SIZE_V8, maxMultiRequestSize 1, railId and planeId
+ *   STRAND_NET_ID_UNDEF (the core derives them).
+ * A plugin then sets at least name and speed, and whatever its transport supports beyond these. */
+void strand_props_init_host(strand_props_t *props, int dev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,71 @@
+/* Helpers shared by every standalone plugin test (smoke tests of strand-socket, strand-ofi, the
+ * fixture plugin, and what comes next): load a plugin table the way NCCL does, bounded waits,
+ * byte patterns that catch misplaced or stale data, and a CHECK that counts failures.
+ *
+ * Tests drive the v11 or v12 table (the ones NCCL 2.28 picks); both have the same listen /
+ * connect / accept / test signatures, so the helpers take a pt_net_t made from either:
+ *   pt_net_t n = PT_NET(table);
+ * Link: the `plugin_test_dep` meson dependency (tests/common/meson.build). */
+#ifndef STRAND_PLUGIN_TEST_H
+#define STRAND_PLUGIN_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "strand/abi/abi.h"
+
+/* Failures counted by PT_CHECK; a test's main returns pt_failures ? 1 : 0. */
+extern int pt_failures;
+
+/* On a false condition: print "FAIL file:line: cond: message", count it and return -1 from the
+ * calling function (which therefore returns int). */
+#define PT_CHECK(cond, ...)                                                                        \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      pt_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                                             \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+void pt_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Monotonic seconds. */
+double pt_now_s(void);
+
+/* dlopen(path, RTLD_NOW | RTLD_LOCAL) and dlsym(symbol), as NCCL's loader does. NULL with the
+ * reason on stderr when either fails. The library stays loaded. */
+void *pt_load_table(const char *path, const char *symbol);
+
+/* Pattern of `seed` over n bytes: neighbouring bytes, bytes 256 and 4096 apart, and two seeds all
+ * differ, so a shifted, truncated, stale or swapped buffer does not verify. */
+void pt_fill(void *buf, size_t n, unsigned seed);
+/* Index of the first byte that differs from pt_fill(seed), or -1 when all n match. */
+long pt_verify(const void *buf, size_t n, unsigned seed);
+
+/* The members of a v11 / v12 table the helpers call. */
+typedef struct {
+  strand_result_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);
+  strand_result_t (*connect)(void *ctx, int dev, void *handle, void **sendComm,
+                             strand_dev_handle_t **sendDevComm);
+  strand_result_t (*accept)(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm);
+  strand_result_t (*closeListen)(void *listenComm);
+  strand_result_t (*test)(void *request, int *done, int *sizes);
+} pt_net_t;
+#define PT_NET(table)                                                                              \
+  ((pt_net_t){(table)->listen, (table)->connect, (table)->accept, (table)->closeListen,           \
+              (table)->test})
+
+/* Listens on dev, then calls connect and accept alternately until both comms exist. Fails (with a
+ * message, counted) when a call errs, when one call takes longer than 1 s (they must not block),
+ * or when the pair is not up within bound_s. With listen_out NULL the listen comm is closed;
+ * otherwise it is handed back open. Returns 0 or -1. */
+int pt_connect_pair(const pt_net_t *net, void *ctx, int dev, void **send_comm, void **recv_comm,
+                    void **listen_out, double bound_s);
+
+/* test() on `req` until done. Returns STRAND_SUCCESS, the error test() returned (not counted as a
+ * failure: callers that expect an error check it), or PT_TIMEOUT after bound_s. */
+#define PT_TIMEOUT (-2)
+int pt_wait(const pt_net_t *net, void *req, int *sizes, double bound_s);
+
+#endif
