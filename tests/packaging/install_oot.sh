@@ -1,7 +1,7 @@
 #!/bin/bash
 # `meson install` gives a NIC vendor everything to build a plugin out of tree: headers,
 # libstrand-sdk.a, strand-sdk.pc and plugin.map, and every Strand plugin lands in libdir. Then the
-# out-of-tree plugin in oot/ is built with nothing but `pkg-config --cflags --libs strand-sdk`
+# out-of-tree plugin in plugin_api/examples/minimal/ is built with nothing but `pkg-config --cflags --libs strand-sdk`
 # and loaded the way NCCL loads it.
 #
 # The install is staged with --destdir into a temporary directory; pkg-config is pointed at it

@@ -1,6 +1,6 @@
 /* Strand — NCCL plugin ABI: scalar types, enums and constants shared by every version.
  *
- * Restated from the facts in shared/spec/nccl-net-abi.md (§2.1-2.3, §2.7, §5). Names carry the
+ * Restated from the facts in docs/spec/nccl-net-abi.md (§2.1-2.3, §2.7, §5). Names carry the
  * strand_/STRAND_ prefix so these headers can sit beside nccl.h in one translation unit; the
  * values and sizes are NCCL's, and the static asserts below pin them. */
 #ifndef STRAND_ABI_TYPES_H
