@@ -272,7 +272,27 @@ static strand_result_t v9_makeVDevice(int *d, strand_vprops_v9_t *props) {
   return PLUGIN->makeVDevice(d, &p12);
 }
 
-/* ---- the tables ---- */
+/* ---- the tables ----
+ *
+ * Which function each version's table gets (spec §3.1-§3.7). "=" is the plugin's own v12 member;
+ * a name is the adapter above; "-" means the version has no such member:
+ *
+ *   member          v6          v7          v8          v9          v10         v11         v12
+ *   init            v6_init     v7_init     v8_init     v9_init     v10_init    v11_init    v12_init
+ *   getProperties   v6_getP..   v7_getP..   v8_getP..   v9_getP..   v9_getP..   v11_getP..  =
+ *   listen          v6_listen   v6_listen   v6_listen   v6_listen   v6_listen   =           =
+ *   connect         v6_connect  v7_connect  v7_connect  v7_connect  v10_connect =           =
+ *   accept          v6_accept   =           =           =           =           =           =
+ *   regMr           v6_regMr    v6_regMr    =           =           =           =           =
+ *   isend, irecv    v6_*        v6_*        v6_*        v9_*        =           =           =
+ *   regMrDmaBuf, deregMr, iflush, test, close*, devices: = in every version
+ *   getDeviceMr     -           =           =           =           =           =           =
+ *   irecvConsumed   -           =           =           =           =           =           =
+ *   makeVDevice     -           -           -           v9_make..   v9_make..   v9_make..   =
+ *   finalize        -           -           -           -           -           =           =
+ *   setNetAttr      -           -           -           -           -           =           =
+ * The v6..v10 inits share one plugin context (those cores call init once per process); v10's
+ * connect keeps one context per trafficClass.  * The code below is the authority; this matrix is the map. */
 
 void strand_export_net_fill_tables(void) {
   const strand_net_t *p = PLUGIN;
