@@ -5,14 +5,16 @@
  * clone of it freed. The kernel numbers each such call that took bytes (0, 1, 2, ... per socket)
  * and queues "ids lo..hi completed" on the socket's error queue; epoll reports that as EPOLLERR.
  * A chunk records the id of the last call that carried any of its bytes (sk_chunk_t.zc_need), and
- * is released (socket_stream.c) only when every id below that has completed, which is what allows
+ * is released (sk_stream_release) only when every id below that has completed, which is what allows
  * test() to say done and the caller to reuse the buffer.
  *
  * When the data has to be copied anyway (loopback, veth into another namespace, a NIC without
  * scatter-gather), the notification carries SO_EE_CODE_ZEROCOPY_COPIED: then zero-copy only adds
  * page pinning and notifications, so after STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT such notifications
  * in a row the stream goes back to plain sends. Everything here runs on the stream's mover (its
- * worker, or the proxy thread with nthreads 0), like the rest of the stream's send state. */
+ * worker, or the proxy thread with nthreads 0), like the rest of the stream's send state.
+ * The send itself, and its fallback to copying when the kernel refuses MSG_ZEROCOPY, are in
+ * sk_stream.c, which this file calls (release, errors) and which never calls back. */
 #include <errno.h>
 #include <time.h> /* linux/errqueue.h needs struct timespec */
 #include <linux/errqueue.h>
@@ -21,7 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "socket_internal.h"
+#include "sk.h"
 #include "strand/log.h"
 
 #ifndef SO_EE_ORIGIN_ZEROCOPY
@@ -32,7 +34,7 @@
 #endif
 
 /* Said once per process: with many connections the same cause would repeat on every stream. */
-static atomic_bool said_unsupported, said_copied, said_nobufs;
+static atomic_bool said_unsupported, said_copied;
 
 static bool first_time(atomic_bool *flag) { return !atomic_exchange(flag, true); }
 
@@ -50,15 +52,6 @@ void sk_stream_zc_enable(sk_stream_t *s, size_t threshold) {
     return;
   }
   s->zc_min = threshold;
-}
-
-void sk_stream_zc_nobufs(sk_stream_t *s) {
-  if (first_time(&said_nobufs))
-    STRAND_INFO(STRAND_SUBSYS_NET,
-                "MSG_ZEROCOPY send on data stream %d to %s refused with ENOBUFS (option memory "
-                "or locked-memory limit); such chunks are sent by copying. If this is frequent, "
-                "raise net.core.optmem_max or RLIMIT_MEMLOCK, or set "
-                "STRAND_SOCKET_ZEROCOPY_THRESHOLD=0", s->index, s->comm->peer);
 }
 
 /* Marks ids lo..hi (inclusive, modulo 2^32) completed and advances zc_done over the completed

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "socket_internal.h"
+#include "sk.h"
 #include "strand/log.h"
 
 #define SK_ACCEPT_GROUPS 8

@@ -13,10 +13,19 @@
  * the sender knows where (slot, index) and how much (posted size) before it writes a byte. That
  * gives grouped receives with tags, and lets both sides report a send larger than the receive.
  * Data chunks carry (slot, sequence, index, offset) so a receiving worker copies straight into the
- * posted buffer. Wire structs are in host byte order: both ends run the same plugin on the same
- * architecture (a magic mismatch is what an endianness mismatch would look like). */
-#ifndef STRAND_NET_SOCKET_INTERNAL_H
-#define STRAND_NET_SOCKET_INTERNAL_H
+ * posted buffer. The wire formats themselves are in sk_wire.h.
+ *
+ * Files, from the top down; a file calls only files below it (lower layers never name callers):
+ *   sk_plugin.c   table, init/finalize, devices, getProperties
+ *   sk_conn.c     listen / connect / accept / close            sk_mr.c   regMr / deregMr
+ *   sk_xfer.c     isend / irecv / test / iflush, control stream, chunk scheduler
+ *   sk_dev.c      interface discovery, speed / NUMA, worker start (global set-up and teardown)
+ *   sk_worker.c   epoll worker threads
+ *   sk_zerocopy.c MSG_ZEROCOPY: SO_ZEROCOPY and completion notifications
+ *   sk_stream.c   moving chunks over one data stream; comm errors
+ *   sk_config.c   knobs, and the plugin-wide state the data path reads (devices, configuration) */
+#ifndef STRAND_NET_SOCKET_SK_H
+#define STRAND_NET_SOCKET_SK_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,10 +38,9 @@
 #include "strand/socket_addr.h"
 #include "strand/socket_conn.h"
 
+#include "sk_wire.h"
+
 #define SK_PLUGIN_NAME "strand-socket"
-/* "STRANDSK" little-endian: distinct from the SDK default so that no other Strand transport's
- * listener accepts our streams, or we theirs. */
-#define SK_MAGIC 0x4b53444e41525453ULL
 
 #define SK_MAX_DEVS STRAND_NETIF_MAX
 #define SK_MAX_RECVS 8                                  /* maxRecvs reported */
@@ -47,7 +55,7 @@
 #define SK_ZC_WINDOW 1024
 
 /* ---------------------------------------------------------------------------------------------
- * Configuration (socket_config.c)
+ * Configuration, devices, contexts
  * ------------------------------------------------------------------------------------------- */
 typedef struct {
   int nthreads;            /* worker threads in the process; 0 = the proxy thread moves data */
@@ -65,64 +73,6 @@ typedef struct {
   const char *nthreads_src, *nstreams_src; /* how the value was chosen, for the INFO line */
 } sk_config_t;
 
-strand_result_t sk_config_load(sk_config_t *cfg, int link_speed_mbps, int ncpus);
-
-/* ---------------------------------------------------------------------------------------------
- * Wire formats
- * ------------------------------------------------------------------------------------------- */
-enum { SK_MSG_CTS = 1, SK_MSG_SEND = 2, SK_MSG_ERR = 3 };
-
-typedef struct { /* receiver -> sender: a receive was posted; followed by n sk_cts_entry_t */
-  uint8_t type, n, slot, pad;
-  uint32_t seq;
-} sk_cts_hdr_t;
-typedef struct {
-  uint64_t size;
-  int32_t tag;
-  uint32_t pad;
-} sk_cts_entry_t;
-
-typedef struct { /* sender -> receiver: message for (slot, seq, idx); inline payload follows */
-  uint8_t type, slot, idx, is_inline;
-  uint32_t seq;
-  uint64_t size;
-} sk_send_hdr_t;
-
-typedef struct { /* sender -> receiver: that message was larger than the posted receive */
-  uint8_t type, slot, idx, pad;
-  uint32_t seq;
-  uint64_t size, posted;
-} sk_err_msg_t;
-
-typedef struct { /* data stream: one chunk header, then len payload bytes */
-  uint32_t seq;
-  uint8_t slot, idx;
-  uint16_t pad;
-  uint32_t offset, len;
-} sk_chunk_hdr_t;
-
-_Static_assert(sizeof(sk_cts_hdr_t) == 8, "wire");
-_Static_assert(sizeof(sk_cts_entry_t) == 16, "wire");
-_Static_assert(sizeof(sk_send_hdr_t) == 16, "wire");
-_Static_assert(sizeof(sk_err_msg_t) == 24, "wire");
-_Static_assert(sizeof(sk_chunk_hdr_t) == 16, "wire");
-
-/* The listen handle (<= NCCL_NET_HANDLE_MAXSIZE). The sender side keeps a pointer to its connect
- * state in `stage` between connect() retries (core passes the same buffer every time). */
-typedef struct {
-  uint64_t magic;
-  strand_sockaddr_t addr;
-  uint32_t pad;
-  uint64_t nonce;
-  uint64_t stage;       /* sk_connecting_t* on the connecting side; 0 as produced by listen */
-  uint64_t stage_check; /* stage ^ SK_STAGE_KEY: a stale or foreign value is never dereferenced */
-} sk_handle_t;
-_Static_assert(sizeof(sk_handle_t) <= STRAND_NET_HANDLE_MAXSIZE, "handle too large");
-#define SK_STAGE_KEY 0x9e3779b97f4a7c15ULL
-
-/* ---------------------------------------------------------------------------------------------
- * Devices and contexts
- * ------------------------------------------------------------------------------------------- */
 typedef struct {
   strand_netif_t netif;
   char *pci_path;   /* NULL for virtual interfaces */
@@ -200,9 +150,9 @@ typedef struct sk_stream {
   _Atomic uint32_t head, tail, released;
   _Atomic uint64_t queued;  /* bytes queued and not yet sent: the least-loaded choice */
   size_t cur_sent;          /* bytes of ring[tail] (header + payload) already sent */
-  /* zero-copy send state, mover only (socket_stream.c). The kernel numbers every successful
-   * MSG_ZEROCOPY sendmsg on a socket 0, 1, 2, ... and reports completed ranges of those ids on
-   * the socket's error queue, not necessarily in order. */
+  /* zero-copy send state, mover only (sk_stream.c, sk_zerocopy.c). The kernel numbers every
+   * successful MSG_ZEROCOPY sendmsg on a socket 0, 1, 2, ... and reports completed ranges of those
+   * ids on the socket's error queue, not necessarily in order. */
   size_t zc_min;            /* chunks of at least this size go zero-copy; 0 = never */
   bool zc_errq;             /* worker: EPOLLERR seen, the error queue may hold notifications */
   uint32_t zc_next;         /* id the next successful MSG_ZEROCOPY sendmsg gets */
@@ -259,7 +209,42 @@ typedef struct sk_comm {
 } sk_comm_t;
 
 /* ---------------------------------------------------------------------------------------------
- * Workers (socket_worker.c)
+ * sk_config.c (bottom): knobs and the plugin-wide state read by the data path
+ * ------------------------------------------------------------------------------------------- */
+/* Registers and reads the knobs into the plugin-wide configuration, sizing the automatic ones for
+ * the link speed (< 0: unknown) and core count. */
+strand_result_t sk_config_load(int link_speed_mbps, int ncpus);
+const sk_config_t *sk_config(void);
+const sk_dev_t *sk_device(int dev);
+int sk_device_count(void);
+/* Takes the devices found by sk_dev.c, with ownership of their pci_path; release frees them. */
+void sk_devices_set(const sk_dev_t *devs, int ndev);
+void sk_devices_release(void);
+/* Connections open in the process: the last finalize leaves the global state alone while any is. */
+void sk_comm_count_add(int delta);
+int sk_comm_count(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * sk_stream.c: stream movers shared by workers and the proxy-driven mode
+ * ------------------------------------------------------------------------------------------- */
+/* They return false after recording a comm error; *progress tells whether bytes moved;
+ * *blocked that the socket would block. */
+bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked);
+bool sk_stream_recv(sk_stream_t *s, bool *progress, bool *blocked);
+void sk_stream_release(sk_stream_t *s); /* hands back chunks the kernel no longer reads */
+static inline bool sk_stream_zc_pending(const sk_stream_t *s) { return s->zc_next != s->zc_done; }
+void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------------------------------------
+ * sk_zerocopy.c: asks the kernel for SO_ZEROCOPY on a send stream (set-up), and reads the stream's
+ * completion notifications, releasing the chunks they cover (mover; false after a comm error)
+ * ------------------------------------------------------------------------------------------- */
+void sk_stream_zc_enable(sk_stream_t *s, size_t threshold);
+bool sk_stream_zc_reap(sk_stream_t *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * sk_worker.c: the process-wide pool of epoll workers
  * ------------------------------------------------------------------------------------------- */
 strand_result_t sk_workers_start(int nthreads, int numa_node);
 void sk_workers_stop(void);
@@ -271,23 +256,16 @@ void sk_workers_detach(sk_comm_t *comm);
 /* Wakes the worker of a stream that just got chunks, if it is asleep. */
 void sk_worker_kick(struct sk_worker *w);
 
-/* Stream movers shared by workers and the proxy-driven mode (socket_stream.c,
- * socket_zerocopy.c).
- * They return false after recording a comm error; *progress tells whether bytes moved;
- * *blocked that the socket would block. */
-bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked);
-bool sk_stream_recv(sk_stream_t *s, bool *progress, bool *blocked);
-/* Zero-copy: asks the kernel for SO_ZEROCOPY on a send stream (set-up), and reads the stream's
- * completion notifications, releasing the chunks they cover (mover; false after a comm error). */
-void sk_stream_zc_enable(sk_stream_t *s, size_t threshold);
-bool sk_stream_zc_reap(sk_stream_t *s);
-void sk_stream_zc_nobufs(sk_stream_t *s); /* a MSG_ZEROCOPY send was refused with ENOBUFS */
-void sk_stream_release(sk_stream_t *s);   /* hands back chunks the kernel no longer reads */
-static inline bool sk_stream_zc_pending(const sk_stream_t *s) { return s->zc_next != s->zc_done; }
-void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* ---------------------------------------------------------------------------------------------
+ * sk_dev.c: global set-up (interfaces, speed / NUMA, configuration, workers) and its reverse;
+ * run by the plugin lifetime (strand/lifetime.h)
+ * ------------------------------------------------------------------------------------------- */
+strand_result_t sk_dev_setup(void);
+void sk_dev_teardown(void);
 
-/* Data path (socket_data.c) and connection set-up (socket_conn_setup.c). */
+/* ---------------------------------------------------------------------------------------------
+ * sk_xfer.c: the data path, and the data-path state of a comm
+ * ------------------------------------------------------------------------------------------- */
 strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                          void *phandle, void **request);
 strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
@@ -300,6 +278,9 @@ void sk_comm_free(sk_comm_t *c);
 /* Best effort: hand queued control bytes to the kernel before a close (bounded wait). */
 void sk_comm_flush_ctrl(sk_comm_t *c, int timeout_ms);
 
+/* ---------------------------------------------------------------------------------------------
+ * sk_conn.c: connection set-up and teardown
+ * ------------------------------------------------------------------------------------------- */
 strand_result_t sk_listen(void *ctx, int dev, void *handle, void **listenComm);
 strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
                            strand_dev_handle_t **sendDevComm);
@@ -308,10 +289,10 @@ strand_result_t sk_close_send(void *sendComm);
 strand_result_t sk_close_recv(void *recvComm);
 strand_result_t sk_close_listen(void *listenComm);
 
-/* Plugin-wide state (socket_plugin.c). */
-const sk_config_t *sk_config(void);
-const sk_dev_t *sk_device(int dev);
-int sk_device_count(void);
-void sk_comm_count_add(int delta);
+/* ---------------------------------------------------------------------------------------------
+ * sk_mr.c: memory registration
+ * ------------------------------------------------------------------------------------------- */
+strand_result_t sk_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+strand_result_t sk_dereg_mr(void *comm, void *mhandle);
 
 #endif

@@ -11,12 +11,25 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "socket_internal.h"
+#include "sk.h"
 #include "strand/log.h"
 
 #define SK_IOV_CHUNKS 8   /* chunks gathered into one sendmsg */
 #define SK_SEND_ROUNDS 8  /* sendmsg calls per visit, so one busy stream cannot starve others */
 #define SK_RECV_ROUNDS 16
+
+/* Said once per process: with many connections the same cause would repeat on every stream. */
+static atomic_bool said_nobufs;
+
+/* A MSG_ZEROCOPY send was refused with ENOBUFS: the chunk is sent by copying. */
+static void zc_nobufs(sk_stream_t *s) {
+  if (!atomic_exchange(&said_nobufs, true))
+    STRAND_INFO(STRAND_SUBSYS_NET,
+                "MSG_ZEROCOPY send on data stream %d to %s refused with ENOBUFS (option memory "
+                "or locked-memory limit); such chunks are sent by copying. If this is frequent, "
+                "raise net.core.optmem_max or RLIMIT_MEMLOCK, or set "
+                "STRAND_SOCKET_ZEROCOPY_THRESHOLD=0", s->index, s->comm->peer);
+}
 
 void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...) {
   int expected = 0;
@@ -97,7 +110,7 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
     if (n < 0 && zc && errno == ENOBUFS) {
       /* No option memory for the notification (net.core.optmem_max) or no locked-memory
        * allowance for the pinned pages: send this one by copying. */
-      sk_stream_zc_nobufs(s);
+      zc_nobufs(s);
       zc = false;
       n = sendmsg(s->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     }

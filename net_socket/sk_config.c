@@ -1,4 +1,9 @@
-/* strand-socket — configuration knobs and the defaults derived from link speed and core count.
+/* strand-socket — configuration knobs and the defaults derived from link speed and core count,
+ * and the plugin-wide state the data path reads (devices, configuration, open connections).
+ *
+ * The state is written only by global set-up and teardown (sk_dev.c, under the plugin lifetime's
+ * lock) and read everywhere else; it lives here, at the bottom, so that the data path reads it
+ * without calling up into the files that set it up.
  *
  * Every knob is in the SDK parameter registry, so NCCL_DEBUG=INFO prints the effective value and
  * where it came from, and a misspelt STRAND_SOCKET_* variable gets a WARN naming the closest one.
@@ -6,12 +11,39 @@
  * NCCL_NSOCKS_PERTHREAD, NCCL_SOCKET_INLINE, NCCL_SOCKET_MIN_TASKSIZE, NCCL_SOCKET_SNDBUF/RCVBUF).
  * The measurements behind the automatic choices are in docs/benchmarks/socket.md. */
 #include <stdio.h>
+#include <stdlib.h>
 
-#include "socket_internal.h"
+#include "sk.h"
 #include "strand/log.h"
 #include "strand/params.h"
 
 #define SK_AUTO (-2)
+
+static struct {
+  int ndev;
+  sk_dev_t devs[SK_MAX_DEVS];
+  sk_config_t cfg;
+  _Atomic int comms;
+} g;
+
+const sk_config_t *sk_config(void) { return &g.cfg; }
+const sk_dev_t *sk_device(int dev) { return &g.devs[dev]; }
+int sk_device_count(void) { return g.ndev; }
+void sk_comm_count_add(int delta) { atomic_fetch_add(&g.comms, delta); }
+int sk_comm_count(void) { return atomic_load(&g.comms); }
+
+void sk_devices_set(const sk_dev_t *devs, int ndev) {
+  for (int i = 0; i < ndev; i++) g.devs[i] = devs[i];
+  g.ndev = ndev;
+}
+
+void sk_devices_release(void) {
+  for (int i = 0; i < g.ndev; i++) {
+    free(g.devs[i].pci_path);
+    g.devs[i].pci_path = NULL;
+  }
+  g.ndev = 0;
+}
 
 static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", SK_AUTO, SK_AUTO, 64,
@@ -87,7 +119,8 @@ static int auto_streams(int nthreads, int speed_mbps, bool speed_known) {
   return s;
 }
 
-strand_result_t sk_config_load(sk_config_t *cfg, int speed_mbps, int ncpus) {
+strand_result_t sk_config_load(int speed_mbps, int ncpus) {
+  sk_config_t *cfg = &g.cfg;
   strand_result_t rc = strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
   if (rc != STRAND_SUCCESS) return rc;
   strand_params_check_unknown("STRAND_SOCKET_");

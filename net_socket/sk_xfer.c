@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "socket_internal.h"
+#include "sk.h"
 #include "strand/log.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
