@@ -896,10 +896,10 @@ static int perf_opt(int id, const char *v, void *arg) {
   char *end = NULL;
   long l;
   switch (id) {
-  case PO_MIN: return simperf_parse_size(v, &perf_opts.min_bytes);
-  case PO_MAX: return simperf_parse_size(v, &perf_opts.max_bytes) || perf_opts.max_bytes == 0 ? -1 : 0;
+  case PO_MIN: return conform_parse_size(v, &perf_opts.min_bytes);
+  case PO_MAX: return conform_parse_size(v, &perf_opts.max_bytes) || perf_opts.max_bytes == 0 ? -1 : 0;
   case PO_SWEEP_BYTES:
-    return simperf_parse_size(v, &perf_opts.sweep_bytes) || perf_opts.sweep_bytes == 0 ? -1 : 0;
+    return conform_parse_size(v, &perf_opts.sweep_bytes) || perf_opts.sweep_bytes == 0 ? -1 : 0;
   case PO_FACTOR:
     l = strtol(v, &end, 10);
     if (*end || l < 2 || l > 16) return -1;

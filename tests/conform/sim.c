@@ -1300,7 +1300,7 @@ static int sim_opt(int id, const char *v, void *arg) {
   case SO_CHANNELS:
     sim_opts.channels = (int)strtol(v, &end, 10);
     return (*end || sim_opts.channels < 1 || sim_opts.channels > 32) ? -1 : 0;
-  case SO_BYTES: return simperf_parse_size(v, &sim_opts.bytes) || sim_opts.bytes == 0 ? -1 : 0;
+  case SO_BYTES: return conform_parse_size(v, &sim_opts.bytes) || sim_opts.bytes == 0 ? -1 : 0;
   case SO_ITERS:
     sim_opts.iters = (int)strtol(v, &end, 10);
     return (*end || sim_opts.iters < 1) ? -1 : 0;
