@@ -134,11 +134,12 @@ struct conform_ctx {
   bool plugin_loaded;
   const char *load_error;
 
-  /* The bootstrap session (bootstrap.c owns bs_fd / bs_state; a body that copies the context for
-   * another thread clears them, the bootstrap is not thread-safe) and the result being built. */
-  int bs_fd;
-  void *bs_state;
+  /* The bootstrap session, opaque (bootstrap.c). It is not thread-safe: a body that copies the
+   * context for another thread sets the copy's session to NULL. */
+  struct conform_session *session;
   char bs_error[512];                  /* why the last bootstrap call failed */
+
+  /* The result being built. */
   conform_status_t status;
   char msg[CONFORM_MSG_MAX];
   char note[CONFORM_MSG_MAX];          /* informational text shown with a pass */

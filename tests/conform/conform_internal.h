@@ -119,13 +119,14 @@ void conform_coord_destroy(conform_coord_t *co);
 int conform_rank_connect(const char *hostport, int rank, int nranks, char *err, size_t errlen);
 
 /* runner.c: run `checks` (any check-shaped bodies: the suite, sim scenarios, perf sweeps) with the
- * process model above, honouring conform_opts (local fork of --nranks ranks, or multi-host),
- * and write the report. Returns the process exit status. sim and perf call this too. */
+ * process model described in conform.h, honouring conform_opts (local fork of --nranks ranks,
+ * or multi-host), and write the report. Returns the process exit status. sim and perf call this
+ * too. */
 int conform_run_checks(const conform_check_t *const *checks, int n);
 /* runner.c: the rank parent's loop (run every selected check, for each ABI version, in a forked
  * child under a watchdog) and the child entry. Returns the process exit status. */
 int conform_rank_main(const char *hostport, int rank, int nranks);
-/* main.c-level entry of `run`. */
+/* runner.c: the `run` subcommand (main.c calls it after parsing the options). */
 int conform_cmd_run(void);
 
 /* report.c */

@@ -62,7 +62,7 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   c.plugin_loaded = conform_plugin_loaded;
   c.load_error = conform_load_error;
   c.phase = shm->phase;
-  c.bs_fd = -1;
+  c.session = NULL; /* until conform_session_open */
   double t0 = conform_now();
   /* The time bound starts when every rank is in the check: a rank that finished the previous
    * check early must not spend its bound waiting for a slower peer. */

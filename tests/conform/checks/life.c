@@ -77,8 +77,7 @@ static conform_status_t life_threads(conform_ctx_t *c) {
   pthread_t th[NT];
   for (int t = 0; t < NT; t++) {
     args[t].ctx = *c;
-    args[t].ctx.bs_fd = -1; /* the bootstrap is not thread-safe; threads only see the plugin */
-    args[t].ctx.bs_state = NULL;
+    args[t].ctx.session = NULL; /* the bootstrap is not thread-safe; threads only see the plugin */
     args[t].ctx.phase = NULL;
     args[t].ctx.msg[0] = args[t].ctx.note[0] = '\0';
     args[t].ctx.status = CONFORM_PASS;
