@@ -421,211 +421,278 @@ static void send_final(conform_coord_t *co, conform_run_result_t *out) {
     if (co->ctl[r] >= 0) bs_write_frame(co->ctl[r], BS_FINAL, pass, fail, pl, (uint32_t)n + 1);
 }
 
-int conform_coord_serve(conform_coord_t *co, conform_run_result_t *out) {
-  memset(out, 0, sizeof *out);
-  const double join_deadline = conform_now() + conform_opts.bootstrap_timeout_s;
-  int n_hello = 0, fatal = 0;
-  int *item_done = NULL;
-  int n_items_done = 0;
-  char *ids_rank0 = NULL;
+/* ------------------------------------------------------------------ coordinator: serving */
 
-  for (;;) {
-    if (n_hello == co->nranks && n_items_done == co->n_items) break;
-    /* poll set: listener, control sockets, pending sockets, session sockets */
-    struct pollfd pf[1 + CONFORM_MAX_RANKS + 256 + CONFORM_MAX_RANKS * 4];
-    int kind[sizeof pf / sizeof pf[0]], who[sizeof pf / sizeof pf[0]],
-        itm[sizeof pf / sizeof pf[0]];
-    int np = 0;
-    pf[np] = (struct pollfd){co->listen_fd, POLLIN, 0};
-    kind[np++] = 0;
+/* What one entry of the poll set watches. */
+typedef enum {
+  FD_STALE = -1, /* a pending entry made stale by an earlier handler in the same poll round */
+  FD_LISTEN,     /* the listening socket: a new connection */
+  FD_CONTROL,    /* a rank parent's control socket (who = rank) */
+  FD_PENDING,    /* accepted, first frame not read yet (who = index into co->pending) */
+  FD_SESSION,    /* a check child's session socket (who = rank, item = item) */
+} fd_kind_t;
+
+#define SERVE_POLL_MAX (1 + CONFORM_MAX_RANKS + 256 + CONFORM_MAX_RANKS * 4)
+
+/* The state of one conform_coord_serve call. */
+typedef struct {
+  conform_coord_t *co;
+  conform_run_result_t *out;
+  struct pollfd pf[SERVE_POLL_MAX];
+  fd_kind_t kind[SERVE_POLL_MAX];
+  int who[SERVE_POLL_MAX], item[SERVE_POLL_MAX];
+  int np;
+  int n_hello;        /* rank parents that said HELLO */
+  bool fatal;         /* the run broke: out->fatal says why */
+  int *item_done;     /* per item: every rank's result merged */
+  int n_items_done;
+  char *ids_rank0;    /* rank 0's item list, every rank must announce the same */
+} serve_t;
+
+static void serve_fatal(serve_t *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void serve_fatal(serve_t *S, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(S->out->fatal, sizeof S->out->fatal, fmt, ap);
+  va_end(ap);
+  S->fatal = true;
+}
+
+static void poll_add(serve_t *S, int fd, fd_kind_t kind, int who, int item) {
+  S->pf[S->np] = (struct pollfd){fd, POLLIN, 0};
+  S->kind[S->np] = kind;
+  S->who[S->np] = who;
+  S->item[S->np++] = item;
+}
+
+/* Poll set: listener, control sockets, pending sockets, session sockets. */
+static void build_pollset(serve_t *S) {
+  conform_coord_t *co = S->co;
+  S->np = 0;
+  poll_add(S, co->listen_fd, FD_LISTEN, -1, -1);
+  for (int r = 0; r < co->nranks; r++)
+    if (co->ctl[r] >= 0) poll_add(S, co->ctl[r], FD_CONTROL, r, -1);
+  for (int i = 0; i < co->n_pending; i++) poll_add(S, co->pending[i], FD_PENDING, i, -1);
+  /* live sessions: only a few at a time (ranks are at most a couple of items apart) */
+  for (int it = 0; it < co->n_items && S->np < SERVE_POLL_MAX - 1; it++) {
+    session_t *s = &co->sess[it];
+    if (!s->active) continue;
     for (int r = 0; r < co->nranks; r++)
-      if (co->ctl[r] >= 0) {
-        pf[np] = (struct pollfd){co->ctl[r], POLLIN, 0};
-        kind[np] = 1;
-        who[np++] = r;
-      }
-    for (int i = 0; i < co->n_pending; i++) {
-      pf[np] = (struct pollfd){co->pending[i], POLLIN, 0};
-      kind[np] = 2;
-      who[np++] = i;
-    }
-    /* live sessions: only a few at a time (ranks are at most a couple of items apart) */
-    for (int it = 0; it < co->n_items && np < (int)(sizeof pf / sizeof pf[0]) - 1; it++) {
-      session_t *s = &co->sess[it];
-      if (!s->active) continue;
-      for (int r = 0; r < co->nranks; r++)
-        if (s->fd[r] >= 0 && np < (int)(sizeof pf / sizeof pf[0])) {
-          pf[np] = (struct pollfd){s->fd[r], POLLIN, 0};
-          kind[np] = 3;
-          who[np] = r;
-          itm[np++] = it;
-        }
-    }
-    int pr = poll(pf, (nfds_t)np, 200);
-    if (pr < 0 && errno != EINTR) break;
-    if (n_hello < co->nranks && conform_now() > join_deadline) {
-      int missing = -1;
-      for (int r = 0; r < co->nranks && missing < 0; r++)
-        if (co->ctl[r] < 0) missing = r;
-      snprintf(out->fatal, sizeof out->fatal, "rank %d did not join within %.0f s (--bootstrap-"
-               "timeout); check that every rank runs with the same --coordinator and --nranks",
-               missing, conform_opts.bootstrap_timeout_s);
-      fatal = 1;
-      break;
-    }
-    if (pr <= 0) continue;
-    for (int i = 0; i < np && !fatal; i++) {
-      if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (kind[i] < 0) continue;
-      if (kind[i] == 0) {
-        int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0) {
-          tune_socket(fd);
-          if (co->n_pending < 256) co->pending[co->n_pending++] = fd;
-          else close(fd);
-        }
-        continue;
-      }
-      bs_hdr_t h;
-      void *payload = NULL;
-      int fd = pf[i].fd;
-      int rc = bs_read_frame(fd, &h, &payload, conform_now() + 10);
-      if (kind[i] == 2) {
-        /* first frame decides what the connection is */
-        int slot = who[i];
-        co->pending[slot] = co->pending[--co->n_pending];
-        /* the pending array changed: the remaining pending entries of this poll round are stale */
-        for (int j = i + 1; j < np; j++)
-          if (kind[j] == 2) kind[j] = -1;
-        if (rc) {
-          close(fd);
-          continue;
-        }
-        if (h.type == BS_HELLO && h.a >= 0 && h.a < co->nranks && co->ctl[h.a] < 0) {
-          if (h.b != co->nranks) {
-            snprintf(out->fatal, sizeof out->fatal, "rank %d runs with --nranks %d, the "
-                     "coordinator with %d", h.a, h.b, co->nranks);
-            fatal = 1;
-          }
-          const char *items = payload ? strchr(payload, '\n') : NULL;
-          if (!ids_rank0 && items) {
-            ids_rank0 = strdup(items);
-            co->hello = strdup(payload);
-            parse_items(co, payload);
-            item_done = calloc((size_t)co->n_items + 1, sizeof(int));
-            snprintf(out->plugin_desc, sizeof out->plugin_desc, "%.*s",
-                     (int)(items - (char *)payload), (char *)payload);
-          } else if (!items || strcmp(items, ids_rank0) != 0) {
-            snprintf(out->fatal, sizeof out->fatal, "rank %d would run a different list of checks "
-                     "(different strand-conform build, plugin, --abi/--all-abis or --only/--skip "
-                     "on that rank)", h.a);
-            fatal = 1;
-          }
-          co->ctl[h.a] = fd;
-          if (++n_hello == co->nranks && !fatal)
-            for (int r = 0; r < co->nranks; r++) bs_write_frame(co->ctl[r], BS_WELCOME, 0, 0, NULL, 0);
-        } else if (h.type == BS_JOIN && h.b >= 0 && h.b < co->nranks) {
-          session_t *s = get_sess(co, h.a);
-          if (!s || s->joined[h.b]) {
-            close(fd);
-          } else {
-            s->joined[h.b] = true;
-            s->fd[h.b] = fd;
-            if (s->aborted) bs_write_frame(fd, BS_ABORT, 0, 0, s->abort_reason,
-                                           (uint32_t)strlen(s->abort_reason));
-            for (int q = 0; q < co->nranks; q++)
-              if (s->left[q]) bs_write_frame(fd, BS_PEER_GONE, q, 0, NULL, 0);
-          }
-        } else {
-          close(fd);
-        }
-        free(payload);
-        continue;
-      }
-      if (kind[i] == 1) {
-        int r = who[i];
-        if (rc) {
-          if (!co->finished[r]) {
-            snprintf(out->fatal, sizeof out->fatal, "rank %d's process died or lost its connection "
-                     "to the coordinator before finishing; the run was stopped", r);
-            fatal = 1;
-          }
-          close(co->ctl[r]);
-          co->ctl[r] = -1;
-          continue;
-        }
-        if (h.type == BS_RESULT && h.len == sizeof(conform_rank_result_t) && h.a >= 0 &&
-            h.a < co->n_items) {
-          session_t *s = get_sess(co, h.a);
-          if (!s->have_res[r]) {
-            memcpy(&s->res[r], payload, sizeof s->res[r]);
-            s->res[r].msg[sizeof s->res[r].msg - 1] = '\0';
-            s->res[r].note[sizeof s->res[r].note - 1] = '\0';
-            s->have_res[r] = true;
-            s->n_results++;
-            /* the child is gone whatever it said; a failure aborts the others */
-            if (!s->left[r]) {
-              char why[700];
-              snprintf(why, sizeof why, "failed: %s", s->res[r].msg);
-              sess_leave(co, h.a, s, r, s->res[r].status != CONFORM_FAIL, why);
-            } else if (s->res[r].status == CONFORM_FAIL && !s->res[r].aborted) {
-              char why[700];
-              snprintf(why, sizeof why, "rank %d failed: %s", r, s->res[r].msg);
-              sess_abort(co, h.a, s, why);
-            }
-            if (s->n_results == co->nranks && !item_done[h.a]) {
-              item_done[h.a] = 1;
-              n_items_done++;
-              if (n_items_done == 1 || out->rows == NULL)
-                out->rows = calloc((size_t)co->n_items + 1, sizeof(conform_row_t));
-              out->n_rows = co->n_items;
-              merge_row(co, h.a, &out->rows[h.a]);
-              for (int q = 0; q < co->nranks; q++) sess_close_fd(s, q), sess_free_queue(s, q);
-              s->active = false;
-              conform_report_progress(n_items_done, co->n_items, &out->rows[h.a]);
-            }
-          }
-          if (h.a == co->n_items - 1) co->finished[r] = true;
-        }
-        free(payload);
-        continue;
-      }
-      if (kind[i] == 3) {
-        int it = itm[i], r = who[i];
-        session_t *s = &co->sess[it];
-        if (s->fd[r] != fd) {
-          free(payload);
-          continue;
-        }
-        if (rc) {
-          sess_leave(co, it, s, r, false, "exited or crashed without reporting (its result "
-                     "follows from its rank process)");
-          continue;
-        }
-        on_session_frame(co, it, r, &h, payload);
-      }
-    }
-    if (fatal) break;
+      if (s->fd[r] >= 0 && S->np < SERVE_POLL_MAX) poll_add(S, s->fd[r], FD_SESSION, r, it);
   }
+}
+
+static void on_accept(serve_t *S) {
+  conform_coord_t *co = S->co;
+  int fd = accept4(co->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  tune_socket(fd);
+  if (co->n_pending < 256) co->pending[co->n_pending++] = fd;
+  else close(fd);
+}
+
+/* HELLO on a new connection: it is rank h->a's control socket. */
+static void on_hello(serve_t *S, int fd, const bs_hdr_t *h, char *payload) {
+  conform_coord_t *co = S->co;
+  if (h->b != co->nranks)
+    serve_fatal(S, "rank %d runs with --nranks %d, the coordinator with %d", h->a, h->b,
+                co->nranks);
+  const char *items = payload ? strchr(payload, '\n') : NULL;
+  if (!S->ids_rank0 && items) {
+    S->ids_rank0 = strdup(items);
+    co->hello = strdup(payload);
+    parse_items(co, payload);
+    S->item_done = calloc((size_t)co->n_items + 1, sizeof(int));
+    snprintf(S->out->plugin_desc, sizeof S->out->plugin_desc, "%.*s", (int)(items - payload),
+             payload);
+  } else if (!items || strcmp(items, S->ids_rank0) != 0) {
+    serve_fatal(S, "rank %d would run a different list of checks (different strand-conform "
+                "build, plugin, --abi/--all-abis or --only/--skip on that rank)", h->a);
+  }
+  co->ctl[h->a] = fd;
+  if (++S->n_hello == co->nranks && !S->fatal)
+    for (int r = 0; r < co->nranks; r++) bs_write_frame(co->ctl[r], BS_WELCOME, 0, 0, NULL, 0);
+}
+
+/* JOIN on a new connection: it is the session socket of rank h->b's child for item h->a. */
+static void on_join(serve_t *S, int fd, const bs_hdr_t *h) {
+  conform_coord_t *co = S->co;
+  session_t *s = get_sess(co, h->a);
+  if (!s || s->joined[h->b]) {
+    close(fd);
+    return;
+  }
+  s->joined[h->b] = true;
+  s->fd[h->b] = fd;
+  if (s->aborted)
+    bs_write_frame(fd, BS_ABORT, 0, 0, s->abort_reason, (uint32_t)strlen(s->abort_reason));
+  for (int q = 0; q < co->nranks; q++)
+    if (s->left[q]) bs_write_frame(fd, BS_PEER_GONE, q, 0, NULL, 0);
+}
+
+/* The first frame of a pending connection decides what it is. */
+static void on_first_frame(serve_t *S, int i, int rc, const bs_hdr_t *h, void *payload) {
+  conform_coord_t *co = S->co;
+  int fd = S->pf[i].fd;
+  co->pending[S->who[i]] = co->pending[--co->n_pending];
+  /* the pending array changed: the remaining pending entries of this poll round are stale */
+  for (int j = i + 1; j < S->np; j++)
+    if (S->kind[j] == FD_PENDING) S->kind[j] = FD_STALE;
+  if (rc) {
+    close(fd);
+    return;
+  }
+  if (h->type == BS_HELLO && h->a >= 0 && h->a < co->nranks && co->ctl[h->a] < 0)
+    on_hello(S, fd, h, payload);
+  else if (h->type == BS_JOIN && h->b >= 0 && h->b < co->nranks)
+    on_join(S, fd, h);
+  else
+    close(fd);
+  free(payload);
+}
+
+/* Every rank reported item `item`: merge the row, close the session. */
+static void on_item_complete(serve_t *S, int item) {
+  conform_coord_t *co = S->co;
+  conform_run_result_t *out = S->out;
+  session_t *s = &co->sess[item];
+  S->item_done[item] = 1;
+  S->n_items_done++;
+  if (S->n_items_done == 1 || out->rows == NULL)
+    out->rows = calloc((size_t)co->n_items + 1, sizeof(conform_row_t));
+  out->n_rows = co->n_items;
+  merge_row(co, item, &out->rows[item]);
+  for (int q = 0; q < co->nranks; q++) sess_close_fd(s, q), sess_free_queue(s, q);
+  s->active = false;
+  conform_report_progress(S->n_items_done, co->n_items, &out->rows[item]);
+}
+
+/* RESULT from rank r's parent: its child's result for item h->a. */
+static void on_result(serve_t *S, int r, const bs_hdr_t *h, const void *payload) {
+  conform_coord_t *co = S->co;
+  session_t *s = get_sess(co, h->a);
+  if (!s->have_res[r]) {
+    memcpy(&s->res[r], payload, sizeof s->res[r]);
+    s->res[r].msg[sizeof s->res[r].msg - 1] = '\0';
+    s->res[r].note[sizeof s->res[r].note - 1] = '\0';
+    s->have_res[r] = true;
+    s->n_results++;
+    /* the child is gone whatever it said; a failure aborts the others */
+    if (!s->left[r]) {
+      char why[700];
+      snprintf(why, sizeof why, "failed: %s", s->res[r].msg);
+      sess_leave(co, h->a, s, r, s->res[r].status != CONFORM_FAIL, why);
+    } else if (s->res[r].status == CONFORM_FAIL && !s->res[r].aborted) {
+      char why[700];
+      snprintf(why, sizeof why, "rank %d failed: %s", r, s->res[r].msg);
+      sess_abort(co, h->a, s, why);
+    }
+    if (s->n_results == co->nranks && !S->item_done[h->a]) on_item_complete(S, h->a);
+  }
+  if (h->a == co->n_items - 1) co->finished[r] = true;
+}
+
+/* A frame (or EOF) on rank r's control socket. */
+static void on_ctl_frame(serve_t *S, int i, int rc, const bs_hdr_t *h, void *payload) {
+  conform_coord_t *co = S->co;
+  int r = S->who[i];
+  if (rc) {
+    if (!co->finished[r])
+      serve_fatal(S, "rank %d's process died or lost its connection to the coordinator before "
+                  "finishing; the run was stopped", r);
+    close(co->ctl[r]);
+    co->ctl[r] = -1;
+    return;
+  }
+  if (h->type == BS_RESULT && h->len == sizeof(conform_rank_result_t) && h->a >= 0 &&
+      h->a < co->n_items)
+    on_result(S, r, h, payload);
+  free(payload);
+}
+
+/* A frame (or EOF) on the session socket of rank r's child for one item. */
+static void on_session_ready(serve_t *S, int i, int rc, bs_hdr_t *h, void *payload) {
+  int it = S->item[i], r = S->who[i];
+  session_t *s = &S->co->sess[it];
+  if (s->fd[r] != S->pf[i].fd) {
+    free(payload);
+    return;
+  }
+  if (rc) {
+    sess_leave(S->co, it, s, r, false, "exited or crashed without reporting (its result "
+               "follows from its rank process)");
+    return;
+  }
+  on_session_frame(S->co, it, r, h, payload);
+}
+
+/* After the loop: every item gets a row; items that never completed (fatal stop) are failures
+ * that name the cause. */
+static void finish_rows(serve_t *S) {
+  conform_coord_t *co = S->co;
+  conform_run_result_t *out = S->out;
   if (!out->rows) out->rows = calloc((size_t)co->n_items + 1, sizeof(conform_row_t));
   out->n_rows = co->n_items;
-  /* Items that never completed (fatal stop) are failures that name the cause. */
   for (int it = 0; it < co->n_items; it++) {
     conform_row_t *row = &out->rows[it];
     const char *id = co->item_ids[it];
     const char *sp = strchr(id, ' ');
     row->version = atoi(id + 1);
     row->check = conform_find_check(sp ? sp + 1 : id);
-    if (!item_done || !item_done[it]) {
+    if (!S->item_done || !S->item_done[it]) {
       row->status = CONFORM_FAIL;
       snprintf(row->msg, sizeof row->msg, "not completed: %s", out->fatal[0] ? out->fatal :
                "the run stopped");
     }
   }
+}
+
+int conform_coord_serve(conform_coord_t *co, conform_run_result_t *out) {
+  memset(out, 0, sizeof *out);
+  serve_t *S = calloc(1, sizeof *S);
+  S->co = co;
+  S->out = out;
+  const double join_deadline = conform_now() + conform_opts.bootstrap_timeout_s;
+
+  while (!(S->n_hello == co->nranks && S->n_items_done == co->n_items)) {
+    build_pollset(S);
+    int pr = poll(S->pf, (nfds_t)S->np, 200);
+    if (pr < 0 && errno != EINTR) break;
+    if (S->n_hello < co->nranks && conform_now() > join_deadline) {
+      int missing = -1;
+      for (int r = 0; r < co->nranks && missing < 0; r++)
+        if (co->ctl[r] < 0) missing = r;
+      serve_fatal(S, "rank %d did not join within %.0f s (--bootstrap-timeout); check that every "
+                  "rank runs with the same --coordinator and --nranks",
+                  missing, conform_opts.bootstrap_timeout_s);
+      break;
+    }
+    if (pr <= 0) continue;
+    for (int i = 0; i < S->np && !S->fatal; i++) {
+      if (!(S->pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (S->kind[i] == FD_STALE) continue;
+      if (S->kind[i] == FD_LISTEN) {
+        on_accept(S);
+        continue;
+      }
+      bs_hdr_t h;
+      void *payload = NULL;
+      int rc = bs_read_frame(S->pf[i].fd, &h, &payload, conform_now() + 10);
+      switch (S->kind[i]) {
+      case FD_PENDING: on_first_frame(S, i, rc, &h, payload); break;
+      case FD_CONTROL: on_ctl_frame(S, i, rc, &h, payload); break;
+      default: on_session_ready(S, i, rc, &h, payload); break;
+      }
+    }
+    if (S->fatal) break;
+  }
+  finish_rows(S);
   send_final(co, out);
-  free(ids_rank0);
-  free(item_done);
-  return fatal ? -1 : 0;
+  int rc = S->fatal ? -1 : 0;
+  free(S->ids_rank0);
+  free(S->item_done);
+  free(S);
+  return rc;
 }
 
 void conform_coord_destroy(conform_coord_t *co) {
@@ -661,7 +728,9 @@ typedef struct msg_item {
   uint32_t len;
 } msg_item_t;
 
-typedef struct {
+/* A check child's session (conform_ctx_t.session). */
+typedef struct conform_session {
+  int fd;                    /* session socket to the coordinator, -1 none */
   msg_item_t *msgs;          /* point-to-point messages not consumed yet */
   void *gather;              /* last GATHER_RESULT, not consumed yet */
   uint32_t gather_len;
@@ -673,9 +742,9 @@ typedef struct {
 /* Read every frame available before `deadline` (0 = only what is already there). Returns -1
  * when the coordinator connection broke. */
 static int pump(conform_ctx_t *c, double deadline) {
-  bs_client_t *st = c->bs_state;
+  bs_client_t *st = c->session;
   for (;;) {
-    struct pollfd pfd = {c->bs_fd, POLLIN, 0};
+    struct pollfd pfd = {st->fd, POLLIN, 0};
     int ms = deadline > 0 ? (int)((deadline - conform_now()) * 1000) : 0;
     if (ms < 0) ms = 0;
     int pr = poll(&pfd, 1, ms);
@@ -683,7 +752,7 @@ static int pump(conform_ctx_t *c, double deadline) {
     if (pr <= 0) return 0;
     bs_hdr_t h;
     void *payload;
-    if (bs_read_frame(c->bs_fd, &h, &payload, conform_now() + 10)) {
+    if (bs_read_frame(st->fd, &h, &payload, conform_now() + 10)) {
       if (!st->aborted) {
         st->aborted = true;
         snprintf(c->bs_error, sizeof c->bs_error, "lost the connection to the coordinator");
@@ -727,13 +796,14 @@ static int pump(conform_ctx_t *c, double deadline) {
 
 int conform_session_open(conform_ctx_t *c, const char *hostport, int item) {
   char err[256];
-  c->bs_state = calloc(1, sizeof(bs_client_t));
-  c->bs_fd = bs_connect(hostport, conform_now() + 10, err, sizeof err);
-  if (c->bs_fd < 0) {
+  bs_client_t *st = calloc(1, sizeof *st);
+  c->session = st;
+  st->fd = bs_connect(hostport, conform_now() + 10, err, sizeof err);
+  if (st->fd < 0) {
     snprintf(c->bs_error, sizeof c->bs_error, "%s", err);
     return -1;
   }
-  if (bs_write_frame(c->bs_fd, BS_JOIN, item, c->rank, NULL, 0)) {
+  if (bs_write_frame(st->fd, BS_JOIN, item, c->rank, NULL, 0)) {
     snprintf(c->bs_error, sizeof c->bs_error, "cannot join the check's session");
     return -1;
   }
@@ -741,14 +811,15 @@ int conform_session_open(conform_ctx_t *c, const char *hostport, int item) {
 }
 
 void conform_session_done(conform_ctx_t *c) {
-  if (c->bs_fd < 0) return;
-  bs_write_frame(c->bs_fd, BS_DONE, c->status, 0, c->msg, (uint32_t)strlen(c->msg) + 1);
-  close(c->bs_fd);
-  c->bs_fd = -1;
+  bs_client_t *st = c->session;
+  if (!st || st->fd < 0) return;
+  bs_write_frame(st->fd, BS_DONE, c->status, 0, c->msg, (uint32_t)strlen(c->msg) + 1);
+  close(st->fd);
+  st->fd = -1;
 }
 
 static int bs_deadline_fail(conform_ctx_t *c, const char *what) {
-  bs_client_t *st = c->bs_state;
+  bs_client_t *st = c->session;
   if (st->aborted) return -1;
   snprintf(c->bs_error, sizeof c->bs_error, "bootstrap %s did not complete before the check's time "
            "bound (another rank is stuck)", what);
@@ -756,13 +827,13 @@ static int bs_deadline_fail(conform_ctx_t *c, const char *what) {
 }
 
 int conform_allgather(conform_ctx_t *c, const void *mine, size_t len, void *all) {
-  bs_client_t *st = c->bs_state;
-  if (!st || c->bs_fd < 0) {
+  bs_client_t *st = c->session;
+  if (!st || st->fd < 0) {
     snprintf(c->bs_error, sizeof c->bs_error, "no bootstrap session");
     return -1;
   }
   if (st->aborted) return -1;
-  if (bs_write_frame(c->bs_fd, BS_GATHER, 0, 0, mine, (uint32_t)len)) {
+  if (bs_write_frame(st->fd, BS_GATHER, 0, 0, mine, (uint32_t)len)) {
     snprintf(c->bs_error, sizeof c->bs_error, "lost the connection to the coordinator");
     return -1;
   }
@@ -789,9 +860,9 @@ int conform_barrier(conform_ctx_t *c) {
 }
 
 int conform_send(conform_ctx_t *c, int peer, const void *buf, size_t len) {
-  bs_client_t *st = c->bs_state;
+  bs_client_t *st = c->session;
   if (!st || st->aborted) return -1;
-  if (bs_write_frame(c->bs_fd, BS_SEND, peer, 0, buf, (uint32_t)len)) {
+  if (bs_write_frame(st->fd, BS_SEND, peer, 0, buf, (uint32_t)len)) {
     snprintf(c->bs_error, sizeof c->bs_error, "lost the connection to the coordinator");
     return -1;
   }
@@ -799,7 +870,7 @@ int conform_send(conform_ctx_t *c, int peer, const void *buf, size_t len) {
 }
 
 int conform_recv(conform_ctx_t *c, int peer, void *buf, size_t len) {
-  bs_client_t *st = c->bs_state;
+  bs_client_t *st = c->session;
   if (!st) return -1;
   for (;;) {
     for (msg_item_t **pp = &st->msgs; *pp; pp = &(*pp)->next) {
@@ -831,8 +902,8 @@ int conform_recv(conform_ctx_t *c, int peer, void *buf, size_t len) {
 }
 
 bool conform_peer_failed(conform_ctx_t *c) {
-  bs_client_t *st = c->bs_state;
-  if (!st || c->bs_fd < 0) return false;
+  bs_client_t *st = c->session;
+  if (!st || st->fd < 0) return false;
   static double last;
   double now = conform_now();
   if (now - last < 0.005) return st->aborted; /* a poll() per 5 ms is plenty */

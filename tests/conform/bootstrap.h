@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 enum {
   BS_HELLO = 1,      /* rank -> coord: a = rank, b = nranks, payload = run description */

@@ -9,18 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conform.h"
-
-conform_opts_t conform_opts = {
-  .nranks = 2,
-  .rank = -1,
-  .max_bytes = (size_t)1 << 30,
-  .timeout_scale = 1.0,
-  .call_bound_s = 2.0,
-  .stale_bound_s = 15.0,
-  .bootstrap_timeout_s = 60.0,
-  .progress = -1,
-};
+#include "conform_internal.h"
 
 /* ---------------------------------------------------------------- results */
 
@@ -91,24 +80,13 @@ const char *conform_result_str(strand_result_t r) {
   }
 }
 
+conform_status_t conform_verdict(const conform_ctx_t *c) {
+  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
+}
+
 /* ---------------------------------------------------------------- time */
 
-double conform_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double conform_remaining(const conform_ctx_t *c) { return c->deadline - conform_now(); }
-
-double conform_call_bound(void) { return conform_opts.call_bound_s * conform_opts.timeout_scale; }
-
-void conform_sleep(double seconds) {
-  if (seconds <= 0) return;
-  struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 /* ---------------------------------------------------------------- patterns */
 
@@ -252,10 +230,7 @@ static strand_result_t conform_profiler(void **event_handle, int type, void *par
   return STRAND_SUCCESS;
 }
 
-strand_logger_t conform_logger_fn(void);
 strand_logger_t conform_logger_fn(void) { return conform_logger; }
-strand_profiler_cb_t conform_profiler_fn(void);
-strand_profiler_cb_t conform_profiler_fn(void) { return conform_profiler; }
 
 strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_id) {
   g_log_rank = c->rank;

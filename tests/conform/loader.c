@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 #define MAX_EXTERNAL_CANDIDATES (STRAND_NET_MAX_PLUGINS - 2) /* 2 slots kept for IB and Socket */
 

@@ -1,153 +1,14 @@
 /* strand-conform — command line.
  *   strand-conform [run] [options] [PLUGIN]   the conformance suite (default subcommand)
  *   strand-conform list                       every check id with its clause
- *   strand-conform sim  [options] [PLUGIN]    NCCL-shaped proxy traffic (sim.c)
- *   strand-conform perf [options] [PLUGIN]    bandwidth / latency tables (perf.c) */
-#include <ctype.h>
-#include <getopt.h>
+ *   strand-conform sim  [options] [PLUGIN]    NCCL-shaped proxy traffic (sim/)
+ *   strand-conform perf [options] [PLUGIN]    bandwidth / latency tables (sim/perf.c)
+ * The options every subcommand shares are parsed in options.c. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
-enum {
-  OPT_ABI = 1000, OPT_ALL_ABIS, OPT_NRANKS, OPT_RANK, OPT_COORD, OPT_MAX_BYTES, OPT_QUICK,
-  OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
-  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS,
-};
-
-static const struct option common_opts[] = {
-  {"abi", required_argument, 0, OPT_ABI},
-  {"all-abis", no_argument, 0, OPT_ALL_ABIS},
-  {"nranks", required_argument, 0, OPT_NRANKS},
-  {"rank", required_argument, 0, OPT_RANK},
-  {"coordinator", required_argument, 0, OPT_COORD},
-  {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
-  {"quick", no_argument, 0, OPT_QUICK},
-  {"timeout-scale", required_argument, 0, OPT_TSCALE},
-  {"call-bound", required_argument, 0, OPT_CALL_BOUND},
-  {"stale-bound", required_argument, 0, OPT_STALE_BOUND},
-  {"bootstrap-timeout", required_argument, 0, OPT_BS_TIMEOUT},
-  {"only", required_argument, 0, OPT_ONLY},
-  {"skip", required_argument, 0, OPT_SKIP},
-  {"tap", no_argument, 0, OPT_TAP},
-  {"json", required_argument, 0, OPT_JSON},
-  {"junit", required_argument, 0, OPT_JUNIT},
-  {"list", no_argument, 0, OPT_LIST},
-  {"progress", no_argument, 0, OPT_PROGRESS},
-  {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
-  {"verbose", no_argument, 0, 'v'},
-  {"help", no_argument, 0, 'h'},
-  {0, 0, 0, 0},
-};
-
-static void usage(FILE *f) {
-  fprintf(f,
-    "usage: strand-conform [run] [options] [PLUGIN]\n"
-    "       strand-conform list\n"
-    "       strand-conform sim|perf [options] [PLUGIN]\n"
-    "\n"
-    "PLUGIN is a path or a name, with NCCL's rules: a comma list, tried in order; each item is\n"
-    "dlopen'ed as given, then as libnccl-net-ITEM.so. Without PLUGIN, NCCL_NET_PLUGIN is used\n"
-    "(unset: libnccl-net.so). NCCL_NET, when set, must match the plugin's name.\n"
-    "\n"
-    "  --abi vN               test ABI version N (6..12) instead of the newest exported\n"
-    "  --all-abis             run the suite once per exported ncclNetPlugin_vN\n"
-    "  --nranks N             ranks (default 2); local mode forks N processes\n"
-    "  --coordinator H:P      multi-host: rank 0 listens on H:P, the others connect to it\n"
-    "  --rank R               multi-host: this process's rank\n"
-    "  --max-bytes SIZE       cap for the largest transfers (default 1G; K/M/G suffixes)\n"
-    "  --quick                CI sizes: max 16M transfers, fewer messages and comms\n"
-    "  --timeout-scale F      multiply every check's time bound (slow machines, sanitizers)\n"
-    "  --call-bound S         max seconds one connect/accept call may take (default 2)\n"
-    "  --stale-bound S        max seconds connect to a dead listener may stay pending (15)\n"
-    "  --bootstrap-timeout S  max seconds for all ranks to join (default 60)\n"
-    "  --only GLOB[,GLOB]     run only matching check ids (fnmatch; an area name selects it)\n"
-    "  --skip GLOB[,GLOB]     skip matching check ids\n"
-    "  --tap                  TAP on stdout instead of the table\n"
-    "  --json FILE            machine-readable results\n"
-    "  --junit FILE           JUnit XML for CI\n"
-    "  --list                 print every check id with its clause and exit\n"
-    "  --progress / --no-progress   progress line on stderr (default: when stderr is a TTY)\n"
-    "  -v, --verbose          show plugin INFO logs (-vv: everything)\n"
-    "\n"
-    "The last line of the output is always \"N passed, N failed, N skipped\";\n"
-    "the exit status is 0 only when nothing failed.\n");
-}
-
-static int parse_size(const char *s, size_t *out) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return -1;
-  switch (toupper((unsigned char)*end)) {
-  case 'K': v *= 1024; end++; break;
-  case 'M': v *= 1024 * 1024; end++; break;
-  case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-  default: break;
-  }
-  if (*end == 'i' || *end == 'I') end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end) return -1;
-  *out = (size_t)v;
-  return 0;
-}
-
-static void add_globs(const char **arr, int *n, char *arg) {
-  for (char *tok = strtok(arg, ","); tok && *n < 64; tok = strtok(NULL, ",")) arr[(*n)++] = tok;
-}
-
-/* Parses the options every subcommand shares into conform_opts; returns the index of the first
- * positional argument, or -1 on a usage error. `--list` is handled here (exits). */
-int conform_parse_opts(int argc, char **argv);
-int conform_parse_opts(int argc, char **argv) {
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "vh", common_opts, NULL)) != -1) {
-    switch (c) {
-    case OPT_ABI: {
-      const char *a = optarg[0] == 'v' || optarg[0] == 'V' ? optarg + 1 : optarg;
-      int v = atoi(a);
-      if (v < 6 || v > 12) {
-        fprintf(stderr, "strand-conform: --abi wants v6..v12, got \"%s\"\n", optarg);
-        return -1;
-      }
-      conform_opts.abi_forced = v;
-      break;
-    }
-    case OPT_ALL_ABIS: conform_opts.all_abis = true; break;
-    case OPT_NRANKS: conform_opts.nranks = atoi(optarg); break;
-    case OPT_RANK: conform_opts.rank = atoi(optarg); break;
-    case OPT_COORD: snprintf(conform_opts.coordinator, sizeof conform_opts.coordinator, "%s", optarg); break;
-    case OPT_MAX_BYTES:
-      if (parse_size(optarg, &conform_opts.max_bytes) || conform_opts.max_bytes == 0) {
-        fprintf(stderr, "strand-conform: bad --max-bytes \"%s\"\n", optarg);
-        return -1;
-      }
-      break;
-    case OPT_QUICK: conform_opts.quick = true; break;
-    case OPT_TSCALE: conform_opts.timeout_scale = atof(optarg); break;
-    case OPT_CALL_BOUND: conform_opts.call_bound_s = atof(optarg); break;
-    case OPT_STALE_BOUND: conform_opts.stale_bound_s = atof(optarg); break;
-    case OPT_BS_TIMEOUT: conform_opts.bootstrap_timeout_s = atof(optarg); break;
-    case OPT_ONLY: add_globs(conform_opts.only, &conform_opts.n_only, optarg); break;
-    case OPT_SKIP: add_globs(conform_opts.skip, &conform_opts.n_skip, optarg); break;
-    case OPT_TAP: conform_opts.tap = true; break;
-    case OPT_JSON: conform_opts.json_path = optarg; break;
-    case OPT_JUNIT: conform_opts.junit_path = optarg; break;
-    case OPT_LIST: conform_report_list(stdout); exit(0);
-    case OPT_PROGRESS: conform_opts.progress = 1; break;
-    case OPT_NO_PROGRESS: conform_opts.progress = 0; break;
-    case 'v': conform_opts.verbose++; break;
-    case 'h': usage(stdout); exit(0);
-    default: usage(stderr); return -1;
-    }
-  }
-  if (conform_opts.timeout_scale <= 0) conform_opts.timeout_scale = 1.0;
-  return optind;
-}
-
-#ifndef CONFORM_UNIT_TEST
 int main(int argc, char **argv) {
   const char *sub = "run";
   if (argc > 1 && argv[1][0] != '-') {
@@ -174,4 +35,3 @@ int main(int argc, char **argv) {
   }
   return conform_cmd_run();
 }
-#endif

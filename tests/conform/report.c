@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 static const char *status_str(conform_status_t s) {
   return s == CONFORM_PASS ? "PASS" : s == CONFORM_FAIL ? "FAIL" : "SKIP";

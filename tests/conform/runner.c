@@ -36,6 +36,12 @@ static size_t effective_max_bytes(void) {
 
 /* ------------------------------------------------------------------ check child */
 
+/* What the rank parent learnt while loading; every check child sees it through conform_ctx_t
+ * (c->plugin, c->plugin_loaded, c->load_error: the load.* checks report it). */
+static conform_plugin_t conform_loaded_plugin;
+static bool conform_plugin_loaded;
+static char conform_load_error[2048];
+
 static void run_child(const conform_plugin_t *p, const run_item_t *it, int item, int rank,
                       int nranks, const char *hostport, child_shm_t *shm) {
   conform_ctx_t c;
@@ -51,8 +57,12 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   c.prev = (rank + nranks - 1) % nranks;
   c.max_bytes = effective_max_bytes();
   c.quick = conform_opts.quick;
+  c.timeout_scale = conform_opts.timeout_scale;
+  c.stale_bound = conform_opts.stale_bound_s * conform_opts.timeout_scale;
+  c.plugin_loaded = conform_plugin_loaded;
+  c.load_error = conform_load_error;
   c.phase = shm->phase;
-  c.bs_fd = -1;
+  c.session = NULL; /* until conform_session_open */
   double t0 = conform_now();
   /* The time bound starts when every rank is in the check: a rank that finished the previous
    * check early must not spend its bound waiting for a slower peer. */
@@ -260,11 +270,6 @@ static void describe_plugin(const conform_plugin_t *p, bool loaded, const char *
            conform_opts.nranks, effective_max_bytes(),
            conform_opts.quick ? " (--quick)" : "");
 }
-
-/* Shared with checks_load.c: what the rank parent learnt while loading. */
-conform_plugin_t conform_loaded_plugin;
-bool conform_plugin_loaded;
-char conform_load_error[2048];
 
 static int rank_main(const char *hostport, int rank, int nranks,
                      const conform_check_t *const *checks, int n_checks) {

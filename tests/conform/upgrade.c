@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 static const void *g_raw;      /* raw net table of the version under test */
 static int g_ver;
@@ -30,8 +30,6 @@ bool conform_upgrade_last_error_was_adapter(void) { return g_adapter_refused; }
 #define CV(N) ((const strand_collnet_v##N##_t *)g_craw)
 #define MAX_NET_SIZE ((size_t)1 << 30)
 #define MAX_COLLNET_SIZE ((size_t)1 << 29)
-
-extern strand_logger_t conform_logger_fn(void);
 
 /* ------------------------------------------------------------------ properties */
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 static void test_candidates(void **state) {
   (void)state;

@@ -8,10 +8,6 @@
 
 #include "conform.h"
 
-static conform_status_t verdict(conform_ctx_t *c) {
-  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
-}
-
 /* Plugins may close sockets from helper threads a moment after close returns. */
 static int settle_fds(int baseline, int slack) {
   int n = conform_count_fds();
@@ -50,7 +46,7 @@ static conform_status_t life_many_comms(conform_ctx_t *c) {
   for (int i = 0; i < opened; i++) conform_link_close(c, &l[i]);
   free(l);
   if (c->status != CONFORM_FAIL) conform_note(c, "%d connection pairs alive at once on device 0", n);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 typedef struct {
@@ -81,8 +77,7 @@ static conform_status_t life_threads(conform_ctx_t *c) {
   pthread_t th[NT];
   for (int t = 0; t < NT; t++) {
     args[t].ctx = *c;
-    args[t].ctx.bs_fd = -1; /* the bootstrap is not thread-safe; threads only see the plugin */
-    args[t].ctx.bs_state = NULL;
+    args[t].ctx.session = NULL; /* the bootstrap is not thread-safe; threads only see the plugin */
     args[t].ctx.phase = NULL;
     args[t].ctx.msg[0] = args[t].ctx.note[0] = '\0';
     args[t].ctx.status = CONFORM_PASS;
@@ -99,7 +94,7 @@ static conform_status_t life_threads(conform_ctx_t *c) {
     conform_note(c, "%d threads x %d round trips on their own comms", NT, args[0].rounds);
 out:
   for (int t = 0; t < opened; t++) conform_link_close(c, &l[t]);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* Link A: we post receives our peer never matches. Link B: we post sends our peer never
@@ -138,7 +133,7 @@ static conform_status_t life_close_inflight(conform_ctx_t *c) {
     goto out;
   }
   /* NCCL's teardown order: deregMr, then close (§6.9). Each call must return promptly. */
-  double bound = 5.0 * conform_opts.timeout_scale;
+  double bound = 5.0 * c->timeout_scale;
   struct { void *comm; void *mh; int kind; const char *name; } steps[] = {
     {a.recv_comm, rmh, 0, "deregMr(recv)"}, {b.send_comm, smh, 0, "deregMr(send)"},
     {a.send_comm, NULL, 1, "closeSend(idle)"}, {a.recv_comm, NULL, 2, "closeRecv(receives in flight)"},
@@ -166,7 +161,7 @@ out:
   if (b.send_comm) conform_link_close(c, &b);
   free(rbuf);
   free(sbuf);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t life_listen_close(conform_ctx_t *c) {
@@ -216,7 +211,7 @@ static conform_status_t life_connect_close(conform_ctx_t *c) {
     conform_fail(c, "RSS grew by %ld KiB over %d connect/close cycles", rss - rss0, n);
   if (c->status != CONFORM_FAIL)
     conform_note(c, "%d cycles: fds %d -> %d, RSS %+ld KiB", n, baseline, fds, rss - rss0);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t life_init_finalize(conform_ctx_t *c) {
@@ -278,7 +273,7 @@ out:
     }
   }
   c->net_ctx = NULL;
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t life_set_net_attr(conform_ctx_t *c) {
@@ -312,10 +307,10 @@ static conform_status_t life_set_net_attr(conform_ctx_t *c) {
     conform_fail(c, "setNetAttr with per-transfer hints returned %s", conform_result_str(r));
   conform_ping(c, &l, 10000, 97000);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
-const conform_check_t conform_checks_lifecycle[] = {
+const conform_check_t conform_checks_life[] = {
   {"life.many-comms", "§2.6 maxComms, §6.7", "hundreds of comm pairs alive at once, each carries a message",
    life_many_comms, 90, CONFORM_F_SLOW},
   {"life.threads", "§1.4 threads", "four threads drive four comm pairs concurrently", life_threads, 60, 0},

@@ -53,23 +53,6 @@ int simperf_try_test(conform_ctx_t *c, void *req, int *done, int *sizes, const c
   return 0;
 }
 
-int simperf_parse_size(const char *s, size_t *out) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return -1;
-  switch (toupper((unsigned char)*end)) {
-  case 'K': v *= 1024; end++; break;
-  case 'M': v *= 1024.0 * 1024; end++; break;
-  case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-  default: break;
-  }
-  if (*end == 'i' || *end == 'I') end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end) return -1;
-  *out = (size_t)v;
-  return 0;
-}
-
 const char *simperf_size_str(size_t b, char *buf, size_t len) {
   if (b >= ((size_t)1 << 30) && b % ((size_t)1 << 30) == 0)
     snprintf(buf, len, "%zu GiB", b >> 30);

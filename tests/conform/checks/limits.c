@@ -59,7 +59,7 @@ static conform_status_t in_flight(conform_ctx_t *c, int nrecv, int n, int nsend,
       mhs[k] = x.rmh;
     }
     strand_result_t r;
-    double until = conform_now() + 2.0 * conform_opts.timeout_scale;
+    double until = conform_now() + 2.0 * c->timeout_scale;
     do {
       rreq[i] = NULL;
       conform_phase(c, "irecv #%d of %d before any send", i, nrecv);

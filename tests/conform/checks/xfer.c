@@ -6,10 +6,6 @@
 
 #include "conform.h"
 
-static conform_status_t verdict(conform_ctx_t *c) {
-  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
-}
-
 /* Registered, guarded send and receive buffers reused for many transfers. */
 typedef struct {
   conform_buf_t s, r;
@@ -85,7 +81,7 @@ static conform_status_t sizes_run(conform_ctx_t *c, const size_t *sizes, int n, 
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_zero_byte(conform_ctx_t *c) {
@@ -148,7 +144,7 @@ static conform_status_t xfer_unaligned(conform_ctx_t *c) {
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* Thousands of messages, up to 8 in flight each way (NCCL_STEPS), each with its own pattern. */
@@ -234,7 +230,7 @@ static conform_status_t xfer_ordering(conform_ctx_t *c) {
 out:
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_recv_larger(conform_ctx_t *c) {
@@ -247,7 +243,7 @@ static conform_status_t xfer_recv_larger(conform_ctx_t *c) {
       if (xfer(c, &b, pairs[i][0], 0, pairs[i][1], 0, 3000 + i)) break;
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* A send larger than the posted receive: an error on at least one side, within the bound;
@@ -273,7 +269,7 @@ static conform_status_t xfer_send_larger(conform_ctx_t *c) {
   do r = c->net->isend(b.scomm, b.s.data, SEND, c->rank, b.smh, NULL, &sreq);
   while (r == STRAND_SUCCESS && !sreq && conform_remaining(c) > 5);
   if (r != STRAND_SUCCESS) me.send_state = 2;
-  double until = conform_now() + 5.0 * conform_opts.timeout_scale;
+  double until = conform_now() + 5.0 * c->timeout_scale;
   if (until > c->deadline - 3) until = c->deadline - 3;
   while ((me.send_state == 0 && sreq) || (me.recv_state == 0 && rreq)) {
     int done = 0;
@@ -310,7 +306,7 @@ static conform_status_t xfer_send_larger(conform_ctx_t *c) {
       conform_fail(c, "a %d-byte send into a %d-byte receive: sender %s, receiver %s%s%d bytes; "
                    "neither side reported an error within %.0f s (a silent short copy or a hang)",
                    SEND, POSTED, nm[ss], nm[rs], rs == 1 ? " reporting " : " after ",
-                   rs == 1 ? me.recv_size : 0, 5.0 * conform_opts.timeout_scale);
+                   rs == 1 ? me.recv_size : 0, 5.0 * c->timeout_scale);
     else
       conform_note(c, "sender %s, receiver %s", nm[ss], nm[rs]);
   }
@@ -322,7 +318,7 @@ out:
   conform_phase(c, "close after an oversized send");
   c->net->closeSend(l.send_comm);
   c->net->closeRecv(l.recv_comm);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_test_null_sizes(conform_ctx_t *c) {
@@ -342,7 +338,7 @@ static conform_status_t xfer_test_null_sizes(conform_ctx_t *c) {
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_null_phandle(conform_ctx_t *c) {
@@ -370,7 +366,7 @@ static conform_status_t xfer_null_phandle(conform_ctx_t *c) {
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_optional_recv_completion(conform_ctx_t *c) {
@@ -402,7 +398,7 @@ static conform_status_t xfer_optional_recv_completion(conform_ctx_t *c) {
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_irecv_consumed(conform_ctx_t *c) {
@@ -432,7 +428,7 @@ static conform_status_t xfer_irecv_consumed(conform_ctx_t *c) {
   }
   bufpair_close(c, &b);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_concurrent_comms(conform_ctx_t *c) {
@@ -478,7 +474,7 @@ static conform_status_t xfer_concurrent_comms(conform_ctx_t *c) {
 out:
   for (int k = 0; k < bopen; k++) bufpair_close(c, &b[k]);
   for (int k = 0; k < opened; k++) conform_link_close(c, &l[k]);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t xfer_iflush(conform_ctx_t *c) {

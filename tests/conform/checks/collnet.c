@@ -5,15 +5,7 @@
 #include <string.h>
 
 #include "conform.h"
-#ifdef CONFORM_HAVE_SDK_REDUCE
 #include "strand/reduce.h"
-#endif
-
-extern strand_logger_t conform_logger_fn(void);
-
-static conform_status_t verdict(conform_ctx_t *c) {
-  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
-}
 
 typedef struct {
   void *ctx;
@@ -130,7 +122,7 @@ static conform_status_t collnet_init(conform_ctx_t *c) {
   cn_t x;
   if (cn_init(c, &x) == 0) conform_note(c, "CollNet v%d, %d device(s)", v, x.ndev);
   cn_fini(c, &x);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t collnet_props(conform_ctx_t *c) {
@@ -173,7 +165,7 @@ static conform_status_t collnet_props(conform_ctx_t *c) {
 out:
   free(buf);
   cn_fini(c, &x);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t collnet_reduce_support(conform_ctx_t *c) {
@@ -192,14 +184,14 @@ static conform_status_t collnet_reduce_support(conform_ctx_t *c) {
         n += sup;
     }
   if (c->status != CONFORM_FAIL) conform_note(c, "%d of 48 (type, op) pairs supported", n);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t collnet_connect(conform_ctx_t *c) {
   cn_t x;
   if (cn_init(c, &x) == 0 && cn_connect(c, &x) == 0) conform_barrier(c);
   cn_fini(c, &x);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t collnet_reg_duplicate(conform_ctx_t *c) {
@@ -221,10 +213,9 @@ static conform_status_t collnet_reg_duplicate(conform_ctx_t *c) {
     conform_barrier(c);
   }
   cn_fini(c, &x);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
-#ifdef CONFORM_HAVE_SDK_REDUCE
 /* Values every type represents exactly, chosen so that one reduction of two of them is exact
  * too; with more ranks fp8 results may depend on the plugin's reduction order. */
 static void gen_values(strand_datatype_t t, int rank, void *buf, size_t count, uint64_t salt) {
@@ -322,7 +313,7 @@ out:
   free(recv);
   free(exp);
   free(tmp);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* Window semantics (§8.3): the logical result is nranks x bytesPerRank; two calls cover its two
@@ -374,7 +365,7 @@ out:
   cn_fini(c, &x);
   free(send);
   free(recv);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t collnet_ireducescatter(conform_ctx_t *c) {
@@ -432,19 +423,8 @@ out:
   free(recv);
   free(exp);
   free(tmp);
-  return verdict(c);
+  return conform_verdict(c);
 }
-#else
-static conform_status_t collnet_iallreduce(conform_ctx_t *c) {
-  return conform_skip(c, "built without the SDK's CPU reductions (strand/reduce.h)");
-}
-static conform_status_t collnet_iallgather(conform_ctx_t *c) {
-  return conform_skip(c, "built without the SDK's CPU reductions (strand/reduce.h)");
-}
-static conform_status_t collnet_ireducescatter(conform_ctx_t *c) {
-  return conform_skip(c, "built without the SDK's CPU reductions (strand/reduce.h)");
-}
-#endif
 
 const conform_check_t conform_checks_collnet[] = {
   {"collnet.init", "§1.3 step 5, §4", "CollNet init succeeds, devices >= 1, mandatory members set",

@@ -5,14 +5,9 @@
 
 #include "conform.h"
 
-/* Set by the rank parent (runner.c) before the check children are forked. */
-extern conform_plugin_t conform_loaded_plugin;
-extern bool conform_plugin_loaded;
-extern char conform_load_error[2048];
-
 static conform_status_t load_symbols(conform_ctx_t *c) {
-  if (!conform_plugin_loaded) return conform_fail(c, "%s", conform_load_error);
-  const conform_plugin_t *p = &conform_loaded_plugin;
+  if (!c->plugin_loaded) return conform_fail(c, "%s", c->load_error);
+  const conform_plugin_t *p = c->plugin;
   char nv[64] = "", cv[64] = "";
   for (int i = 0; i < p->n_net_versions; i++)
     snprintf(nv + strlen(nv), sizeof nv - strlen(nv), " v%d", p->net_versions[i]);

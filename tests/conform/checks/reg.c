@@ -10,10 +10,6 @@
 
 #include "conform.h"
 
-static conform_status_t verdict(conform_ctx_t *c) {
-  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
-}
-
 static conform_status_t reg_host(conform_ctx_t *c) {
   conform_link_t l;
   if (conform_link_open(c, 0, &l)) return CONFORM_FAIL;
@@ -29,7 +25,7 @@ static conform_status_t reg_host(conform_ctx_t *c) {
   }
   free(buf);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t reg_ptr_support_consistent(conform_ctx_t *c) {
@@ -49,7 +45,7 @@ static conform_status_t reg_ptr_support_consistent(conform_ctx_t *c) {
   }
   free(buf);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t reg_odd_sizes(conform_ctx_t *c) {
@@ -70,7 +66,7 @@ static conform_status_t reg_odd_sizes(conform_ctx_t *c) {
     }
   free(buf);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t reg_many(conform_ctx_t *c) {
@@ -91,7 +87,7 @@ static conform_status_t reg_many(conform_ctx_t *c) {
   free(buf);
   conform_link_close(c, &l);
   if (c->status != CONFORM_FAIL) conform_note(c, "%d registrations alive at once", n);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* One pool registered on several comms (NCCL's shared P2P pool) and twice on one comm (CollNet
@@ -137,7 +133,7 @@ out:
   for (int k = 0; k < opened; k++) conform_link_close(c, &l[k]);
   free(spool);
   free(rpool);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 #ifdef CONFORM_HAVE_CUDA
@@ -173,7 +169,7 @@ static conform_status_t reg_cuda(conform_ctx_t *c) {
   if (conform_reg(c, l.recv_comm, d, len, STRAND_PTR_CUDA, &mh) == 0) conform_dereg(c, l.recv_comm, mh);
   cudaFree(d);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t reg_dmabuf(conform_ctx_t *c) {
@@ -210,7 +206,7 @@ static conform_status_t reg_dmabuf(conform_ctx_t *c) {
   else conform_dereg(c, l.recv_comm, mh);
   cudaFree(d);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 #else
 static conform_status_t reg_cuda(conform_ctx_t *c) {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "conform.h"
+#include "conform_internal.h"
 
 /* Opaque profiler handle, never dereferenced by a correct plugin (same role as harness.c's). */
 extern char simperf_phandle_dummy[64];
@@ -29,8 +29,6 @@ int simperf_try_irecv(conform_ctx_t *c, void *comm, int n, void **data, size_t *
 /* One test() call: 0 with *done set, -1 on error (recorded). */
 int simperf_try_test(conform_ctx_t *c, void *req, int *done, int *sizes, const char *what);
 
-/* Parse "4M", "512K", "1G", "8" (binary multiples). 0, or -1 on a bad value. */
-int simperf_parse_size(const char *s, size_t *out);
 /* "512 B", "4 KiB", "64 MiB" when exact, else the byte count. */
 const char *simperf_size_str(size_t bytes, char *buf, size_t len);
 

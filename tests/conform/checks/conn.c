@@ -6,10 +6,6 @@
 
 #include "conform.h"
 
-static conform_status_t verdict(conform_ctx_t *c) {
-  return c->status == CONFORM_FAIL ? CONFORM_FAIL : CONFORM_PASS;
-}
-
 /* Listen on `dev` and all-gather the handles; `peer_handle` gets the next rank's. */
 static int listen_and_exchange(conform_ctx_t *c, int dev, void **lc, unsigned char *peer_handle) {
   unsigned char h[CONFORM_LISTEN_BUF];
@@ -125,7 +121,7 @@ static conform_status_t conn_accept_nonblocking(conform_ctx_t *c) {
   if (drive_until_up(c, &l, ph, false, NULL)) return CONFORM_FAIL;
   if (conform_ping(c, &l, 4096, 1)) return CONFORM_FAIL;
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* connect() while the peer does not accept yet: every call returns at once. */
@@ -147,7 +143,7 @@ static conform_status_t conn_connect_nonblocking(conform_ctx_t *c) {
   conform_note(c, "%d connect call(s) before the peer accepted%s", calls,
                l.send_comm ? "" : "");
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t conn_establish(conform_ctx_t *c) {
@@ -159,7 +155,7 @@ static conform_status_t conn_establish(conform_ctx_t *c) {
   if (conform_ping(c, &l, 1, 3) || conform_ping(c, &l, 65536, 4)) return CONFORM_FAIL;
   conform_note(c, "up after %d connect/accept round(s)", rounds);
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t conn_close_listen_after_accept(conform_ctx_t *c) {
@@ -169,7 +165,7 @@ static conform_status_t conn_close_listen_after_accept(conform_ctx_t *c) {
   for (int i = 0; i < 4; i++)
     if (conform_ping(c, &l, (size_t)1 << (10 + 3 * i), 10 + (uint64_t)i)) return CONFORM_FAIL;
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t conn_null_devcomm(conform_ctx_t *c) {
@@ -180,7 +176,7 @@ static conform_status_t conn_null_devcomm(conform_ctx_t *c) {
   if (drive_until_up(c, &l, ph, true, NULL)) return CONFORM_FAIL;
   if (conform_ping(c, &l, 4096, 5)) return CONFORM_FAIL;
   conform_link_close(c, &l);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* Two listeners on one device: a connection made with handle B must land on listener B. */
@@ -217,7 +213,7 @@ static conform_status_t conn_listener_routing(conform_ctx_t *c) {
       return CONFORM_FAIL;
     }
   for (int k = 0; k < 2; k++) conform_link_close(c, &l[k]);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 static conform_status_t conn_every_device(conform_ctx_t *c) {
@@ -229,14 +225,14 @@ static conform_status_t conn_every_device(conform_ctx_t *c) {
     conform_link_close(c, &l);
   }
   conform_note(c, "%d device(s)", n);
-  return verdict(c);
+  return conform_verdict(c);
 }
 
 /* Connecting to a listener that is gone must end in an error within the stale bound. A plugin
  * whose connect returns a comm anyway must then fail the first sends. NULL forever is a FAIL:
  * NCCL would poll that connect forever. */
 static conform_status_t expect_connect_error(conform_ctx_t *c, unsigned char *handle, const char *what) {
-  double bound = conform_opts.stale_bound_s * conform_opts.timeout_scale;
+  double bound = c->stale_bound;
   double t0 = conform_now(), until = t0 + bound;
   if (until > c->deadline - 1) until = c->deadline - 1;
   void *sc = NULL;
