@@ -81,10 +81,9 @@ typedef void (*ofi_op_done_fn)(struct ofi_dev *dev, ofi_op_t *op, const ofi_cqe_
 struct ofi_op {
   struct fi_context2 fi_ctx; /* must be first: FI_CONTEXT / FI_CONTEXT2 mode space */
   ofi_op_done_fn done;       /* set by the owner when it posts the operation; lock held */
-  void *arg;                 /* the owner's, for `done` */
+  void *arg;                 /* the owner's object (request slot, control slot) for `done` */
 };
 
-struct ofi_dev;
 struct ofi_comm;
 
 /* ---- memory registration ---- */
@@ -186,7 +185,6 @@ typedef void (*ofi_ctrl_sent_fn)(struct ofi_dev *dev, struct ofi_ctrl_send *cs, 
 typedef struct ofi_ctrl_send {
   ofi_op_t op;         /* done = the control channel's, which frees the slot and calls `sent` */
   ofi_ctrl_sent_fn sent;
-  void *sent_arg;
   int index;
   bool busy;
   bool posted;
@@ -287,15 +285,14 @@ strand_result_t ofi_ctrl_open(ofi_dev_t *dev,
 void ofi_ctrl_close(ofi_dev_t *dev);
 /* Drain the CQ a bounded number of times and call each operation's `done`; lock held. */
 void ofi_progress(ofi_dev_t *dev);
-/* Queue a control message to `dest`; its completion goes to `sent` (cs->sent_arg = sent_arg).
- * owner_comm != 0: that comm counts one more outstanding operation. -FI_EAGAIN only when every
+/* Queue a control message to `dest`; its completion goes to `sent`. owner_comm != 0: that comm counts one more outstanding operation. -FI_EAGAIN only when every
  * control slot is busy. */
 int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
                   uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
-                  size_t name_len, ofi_ctrl_sent_fn sent, void *sent_arg);
+                  size_t name_len, ofi_ctrl_sent_fn sent);
 /* Send a copy of a control message again (attempt number `attempt`), no owner comm. */
 int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
-                    ofi_ctrl_sent_fn sent, void *sent_arg);
+                    ofi_ctrl_sent_fn sent);
 
 /* ---- connections (ofi_conn.c) ---- */
 strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm);

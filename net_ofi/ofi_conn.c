@@ -200,7 +200,7 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     /* Set first: a send that fails at once reports through ofi_conn_ctrl_sent right away. */
     c->state = OFI_CONN_WAIT_ACCEPT;
     if (ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
-                      d->ep_name, d->ep_name_len, ofi_conn_ctrl_sent, NULL) != 0 &&
+                      d->ep_name, d->ep_name_len, ofi_conn_ctrl_sent) != 0 &&
         c->state == OFI_CONN_WAIT_ACCEPT)
       c->state = OFI_CONN_SENDING; /* every control slot busy: try again on the next call */
   }
@@ -339,7 +339,7 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
              "listen comm, or a handle from another job)",
              from, d->name, l ? "the wrong nonce for" : "unknown", m->dst_id);
     ofi_ctrl_send(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce, 0, 0, NULL, 0,
-                  ofi_conn_ctrl_sent, NULL);
+                  ofi_conn_ctrl_sent);
     return;
   }
   ofi_comm_t *c = comm_new(d, OFI_COMM_RECV);
@@ -354,7 +354,7 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
   c->state = OFI_CONN_READY;
   snprintf(c->peer_str, sizeof c->peer_str, "%s", from);
   if (ofi_ctrl_send(d, peer, OFI_CTRL_ACCEPT, m->src_id, c->id, m->nonce, 0, c->id, NULL, 0,
-                    ofi_conn_ctrl_sent, NULL) != 0) {
+                    ofi_conn_ctrl_sent) != 0) {
     STRAND_WARN("no free control slot to answer %s on %s; its connect will time out", from, d->name);
     c->closed = true;
     ofi_comm_maybe_reap(c);
@@ -404,7 +404,7 @@ static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
         fi_addr_t peer;
         if (m->name_len && ofi_av_lookup(d, m->name, m->name_len, &peer) == STRAND_SUCCESS)
           ofi_ctrl_send(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce, 0, 0, NULL, 0,
-                        ofi_conn_ctrl_sent, NULL);
+                        ofi_conn_ctrl_sent);
       }
       return;
     case OFI_CTRL_GONE:
@@ -437,7 +437,7 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
     /* A truncation can take the provider connection down with it (tcp;ofi_rxm does), and the
      * notice is then lost with it; the provider reconnects for a new send, so try again. */
     if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_TRUNC && cs->attempts < 4 &&
-        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, ofi_conn_ctrl_sent, NULL) == 0)
+        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, ofi_conn_ctrl_sent) == 0)
       return;
     if (err && err != FI_ECANCELED)
       STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u on %s not delivered: %s", cs->msg.kind, d->name,

@@ -21,7 +21,7 @@
 #include "strand/topo.h"
 
 /* ------------------------------------------------------------------------------------------ */
-/* knobs                                                                                        */
+/* error mapping                                                                                */
 
 strand_result_t ofi_errno_result(int err) {
   if (err < 0) err = -err;

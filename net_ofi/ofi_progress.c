@@ -25,7 +25,7 @@ static void ctrl_recv_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e);
 static int post_ctrl_recv(ofi_dev_t *d, int k) {
   ofi_ctrl_recv_t *r = &d->ctrl_recv[k];
   r->op.done = ctrl_recv_done;
-  r->op.arg = NULL;
+  r->op.arg = r;
   ssize_t rc = fi_trecv(d->ep, &r->msg, OFI_CTRL_MSG_SIZE, d->ctrl_desc, FI_ADDR_UNSPEC,
                         OFI_TAG_CTRL, 0, &r->op.fi_ctx);
   d->ctrl_recv_posted[k] = rc == 0;
@@ -34,7 +34,7 @@ static int post_ctrl_recv(ofi_dev_t *d, int k) {
 }
 
 static void ctrl_recv_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
-  ofi_ctrl_recv_t *r = (ofi_ctrl_recv_t *)op;
+  ofi_ctrl_recv_t *r = op->arg;
   int k = (int)(r - d->ctrl_recv);
   d->ctrl_recv_posted[k] = 0;
   if (e->err == 0) {
@@ -109,7 +109,7 @@ void ofi_ctrl_close(ofi_dev_t *d) {
 
 /* The slot is free again before the sender hears of the completion: it may send from there. */
 static void ctrl_send_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
-  ofi_ctrl_send_t *cs = (ofi_ctrl_send_t *)op;
+  ofi_ctrl_send_t *cs = op->arg;
   cs->busy = false;
   cs->posted = false;
   cs->sent(d, cs, e);
@@ -130,7 +130,7 @@ static void post_ctrl_send(ofi_dev_t *d, ofi_ctrl_send_t *cs) {
   }
 }
 
-static ofi_ctrl_send_t *ctrl_slot(ofi_dev_t *d, fi_addr_t dest, ofi_ctrl_sent_fn sent, void *arg) {
+static ofi_ctrl_send_t *ctrl_slot(ofi_dev_t *d, fi_addr_t dest, ofi_ctrl_sent_fn sent) {
   ofi_ctrl_send_t *cs = NULL;
   for (int k = 0; k < OFI_CTRL_SENDS && !cs; k++)
     if (!d->ctrl_send[k].busy) cs = &d->ctrl_send[k];
@@ -139,16 +139,15 @@ static ofi_ctrl_send_t *ctrl_slot(ofi_dev_t *d, fi_addr_t dest, ofi_ctrl_sent_fn
   cs->posted = false;
   cs->dest = dest;
   cs->op.done = ctrl_send_done;
-  cs->op.arg = NULL;
+  cs->op.arg = cs;
   cs->sent = sent;
-  cs->sent_arg = arg;
   return cs;
 }
 
 int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
                   uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
-                  size_t name_len, ofi_ctrl_sent_fn sent, void *sent_arg) {
-  ofi_ctrl_send_t *cs = ctrl_slot(d, dest, sent, sent_arg);
+                  size_t name_len, ofi_ctrl_sent_fn sent) {
+  ofi_ctrl_send_t *cs = ctrl_slot(d, dest, sent);
   if (!cs) return -FI_EAGAIN;
   memset(&cs->msg, 0, sizeof cs->msg);
   cs->owner_comm = owner_comm;
@@ -173,8 +172,8 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
 }
 
 int ofi_ctrl_resend(ofi_dev_t *d, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
-                    ofi_ctrl_sent_fn sent, void *sent_arg) {
-  ofi_ctrl_send_t *cs = ctrl_slot(d, dest, sent, sent_arg);
+                    ofi_ctrl_sent_fn sent) {
+  ofi_ctrl_send_t *cs = ctrl_slot(d, dest, sent);
   if (!cs) return -FI_EAGAIN;
   cs->msg = *msg;
   cs->owner_comm = 0;

@@ -38,7 +38,7 @@ static ofi_req_t *req_get(ofi_comm_t *c, ofi_req_kind_t kind, int n) {
   r->t_post_ms = ofi_now_ms();
   for (int i = 0; i < n; i++) {
     r->subs[i].op.done = sub_done;
-    r->subs[i].op.arg = NULL;
+    r->subs[i].op.arg = &r->subs[i];
     r->subs[i].req = r;
     r->subs[i].slot = i;
   }
@@ -135,7 +135,7 @@ static void maybe_probe(ofi_comm_t *c, ofi_req_t *r) {
     return;
   ofi_dev_t *d = c->dev;
   if (ofi_ctrl_send(d, c->peer, OFI_CTRL_PROBE, c->peer_id, c->id, c->nonce, 0, c->id, d->ep_name,
-                    d->ep_name_len, ofi_conn_ctrl_sent, NULL) == 0) {
+                    d->ep_name_len, ofi_conn_ctrl_sent) == 0) {
     c->probe_sent_ms = now;
     c->last_probe_ms = now;
   }
@@ -291,7 +291,7 @@ strand_result_t ofi_iflush(void *recvComm, int n, void **data, int *sizes, void 
 
 /* A data operation completed (the `done` of every slot; lock held). */
 static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
-  ofi_sub_t *sub = (ofi_sub_t *)op;
+  ofi_sub_t *sub = op->arg;
   size_t len = e->len, olen = e->olen;
   int err = e->err;
   const char *errstr = e->errstr;
@@ -314,7 +314,7 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
                   "of %d): %s. Sender and receiver disagree on sizes; the receive failed",
                   c->peer_str, d->name, r->lens[i], over, i, r->n, errstr ? errstr : "FI_ETRUNC");
       ofi_ctrl_send(d, c->peer, OFI_CTRL_TRUNC, c->peer_id, c->id, c->nonce, olen, 0, NULL, 0,
-                    ofi_conn_ctrl_sent, NULL);
+                    ofi_conn_ctrl_sent);
     }
   } else {
     strand_result_t res = ofi_errno_result(err);
