@@ -12,11 +12,14 @@
  *               data tag, per-NCCL-tag sequence counters, a fixed pool of requests.
  *   ofi_mr      a registration-cache entry, handed to NCCL as the mhandle.
  *
- * Tag layout (64 bits, see ofi_xfer.c for why per-tag sequence numbers keep NCCL's ordering):
- *   bit 63        1 = control message (connect/accept/reject/probe/...), 0 = data
- *   bits 62..43   receiver's comm id (20 bits)
- *   bits 42..24   sequence number of this message among those carrying the same NCCL tag (19 bits)
- *   bits 23..0    the NCCL tag (sender's rank), folded to 24 bits */
+ * Layers (each file calls only the ones below it):
+ *   ofi_plugin.c                  table, init/finalize, devices, getProperties
+ *   ofi_xfer.c  ofi_mr.c          data path; registrations
+ *   ofi_conn.c                    listen/connect/accept/close, comm lifetime, control messages
+ *   ofi_progress.c                CQ reading, completion callbacks, the control channel
+ *   ofi_dev.c                     provider, discovery, fabric/domain/endpoint/AV
+ *   ofi_config.c                  STRAND_OFI_* parameters, clock
+ * Wire formats (tags, control messages, the handle) are in ofi_wire.h. */
 #ifndef STRAND_NET_OFI_H
 #define STRAND_NET_OFI_H
 
@@ -37,31 +40,21 @@
 #include "strand/plugin.h"
 #include "strand/pool.h"
 
+#include "ofi_wire.h"
+
 #define OFI_PLUGIN_NAME "strand-ofi"
 
 /* ---- limits ---- */
 #define OFI_MAX_RECVS 8                     /* maxRecvs advertised: grouped receive size */
 #define OFI_SEND_REQS (STRAND_NET_MAX_REQUESTS * OFI_MAX_RECVS) /* 256 isends in flight per comm */
 #define OFI_RECV_REQS STRAND_NET_MAX_REQUESTS                    /* 32 irecvs in flight per comm */
-#define OFI_NAME_MAX 88                     /* endpoint address bytes carried in handle/messages */
-#define OFI_CTRL_MSG_SIZE 256               /* every control message fits in this */
 #define OFI_CTRL_RECVS 32                   /* control receives kept posted per device */
 #define OFI_CTRL_SENDS 256                  /* control sends outstanding per device */
 #define OFI_CQ_BATCH 16                     /* entries per fi_cq_read */
 #define OFI_CQ_MAX_BATCHES 8                /* bound on CQ reads per progress call */
 
-/* ---- tag layout ---- */
-#define OFI_TAG_CTRL (1ULL << 63)
-#define OFI_TAG_COMM_BITS 20
-#define OFI_TAG_SEQ_BITS 19
-#define OFI_TAG_NCCL_BITS 24
-#define OFI_TAG_COMM_SHIFT (OFI_TAG_SEQ_BITS + OFI_TAG_NCCL_BITS)
-#define OFI_TAG_SEQ_SHIFT OFI_TAG_NCCL_BITS
-#define OFI_COMM_ID_MAX ((1u << OFI_TAG_COMM_BITS) - 1) /* id 0 is never used */
-#define OFI_SEQ_MASK ((1u << OFI_TAG_SEQ_BITS) - 1)
-#define OFI_NCCL_TAG_MASK ((1u << OFI_TAG_NCCL_BITS) - 1)
-
-/* ---- knobs (SDK parameter registry, read once at the first init; docs/plugins/ofi.md) ---- */
+/* ---- knobs (ofi_config.c: SDK parameter registry, read once at the first init;
+ * docs/plugins/ofi.md) ---- */
 typedef struct {
   char provider[128];        /* STRAND_OFI_PROVIDER ("" = best RDM provider fi_getinfo offers) */
   char domains[256];         /* STRAND_OFI_DOMAINS  ("" = every non-loopback domain) */
@@ -73,16 +66,24 @@ typedef struct {
 extern ofi_params_t ofi_params;
 strand_result_t ofi_params_load(void);
 
-uint64_t ofi_now_ms(void);
-
-/* ---- completion contexts: every libfabric operation carries one of these ---- */
-typedef enum { OFI_OP_DATA = 1, OFI_OP_CTRL_RECV, OFI_OP_CTRL_SEND } ofi_op_kind_t;
-typedef struct {
-  struct fi_context2 fi_ctx; /* must be first: FI_CONTEXT / FI_CONTEXT2 mode space */
-  ofi_op_kind_t kind;
-} ofi_op_t;
-
+/* ---- completion contexts: every libfabric operation carries one of these ----
+ * Whoever posts an operation (the control channel, a comm, a data request) sets `done`; the
+ * progress engine calls it with the completion and never needs to know who the owner is. */
 struct ofi_dev;
+typedef struct ofi_op ofi_op_t;
+typedef struct {
+  size_t len;          /* bytes that arrived (receives) */
+  int err;             /* 0, or the positive libfabric error */
+  size_t olen;         /* FI_ETRUNC: bytes beyond the posted size (0 when unknown) */
+  const char *errstr;  /* printable error with the provider's detail; NULL when err == 0 */
+} ofi_cqe_t;
+typedef void (*ofi_op_done_fn)(struct ofi_dev *dev, ofi_op_t *op, const ofi_cqe_t *e);
+struct ofi_op {
+  struct fi_context2 fi_ctx; /* must be first: FI_CONTEXT / FI_CONTEXT2 mode space */
+  ofi_op_done_fn done;       /* set by the owner when it posts the operation; lock held */
+  void *arg;                 /* the owner's object (request slot, control slot) for `done` */
+};
+
 struct ofi_comm;
 
 /* ---- memory registration ---- */
@@ -101,7 +102,7 @@ typedef struct ofi_mr {
 typedef enum { OFI_REQ_FREE = 0, OFI_REQ_SEND, OFI_REQ_RECV } ofi_req_kind_t;
 typedef struct ofi_req ofi_req_t;
 typedef struct {
-  ofi_op_t op;      /* kind OFI_OP_DATA */
+  ofi_op_t op;      /* done = the data path's completion */
   ofi_req_t *req;
   int slot;
   bool done;        /* completion (good or bad) arrived */
@@ -178,46 +179,12 @@ typedef struct ofi_listen {
   struct ofi_listen *next;
 } ofi_listen_t;
 
-/* Control messages (fixed layout, little-endian hosts only: LP64 Linux targets). */
-enum {
-  OFI_CTRL_CONNECT = 1, /* sender -> listener: dst = listen id, src = sender comm id, name = sender */
-  OFI_CTRL_ACCEPT,      /* listener -> sender: dst = sender comm id, src = recv comm id */
-  OFI_CTRL_REJECT,      /* listener -> sender: unknown listen id or wrong nonce */
-  OFI_CTRL_PROBE,       /* either side: "are you still there" (the send completion is the answer) */
-  OFI_CTRL_GONE,        /* reply to a probe naming a comm that no longer exists */
-  OFI_CTRL_TRUNC        /* receiver -> sender: your message did not fit the posted receive */
-};
-#define OFI_CTRL_MAGIC 0x53544f46u /* "STOF" */
-#define OFI_CTRL_VERSION 1
-typedef struct {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t kind;
-  uint32_t dst_id;
-  uint32_t src_id;
-  uint64_t nonce;
-  uint64_t arg;         /* TRUNC: bytes the sender tried to send over the posted size */
-  uint16_t name_len;
-  uint8_t name[OFI_NAME_MAX];
-} ofi_ctrl_msg_t;
-_Static_assert(sizeof(ofi_ctrl_msg_t) <= OFI_CTRL_MSG_SIZE, "control message fits its buffer");
-
-/* The 128-byte listen handle. A connect in progress is found again by (listener address, listen
- * id, nonce), not by anything written into the handle: callers may pass a fresh copy each time. */
-#define OFI_HANDLE_MAGIC 0x53544f48u /* "STOH" */
-typedef struct {
-  uint32_t magic;
-  uint32_t listen_id;
-  uint64_t nonce;
-  uint16_t name_len;
-  uint8_t pad[6];
-  uint8_t name[OFI_NAME_MAX];
-  uint64_t reserved[2];
-} ofi_handle_t;
-_Static_assert(sizeof(ofi_handle_t) == STRAND_NET_HANDLE_MAXSIZE, "handle is exactly 128 bytes");
-
-typedef struct {
-  ofi_op_t op;
+struct ofi_ctrl_send;
+/* Completion of a control message, to the one who sent it (lock held; the slot is free again). */
+typedef void (*ofi_ctrl_sent_fn)(struct ofi_dev *dev, struct ofi_ctrl_send *cs, const ofi_cqe_t *e);
+typedef struct ofi_ctrl_send {
+  ofi_op_t op;         /* done = the control channel's, which frees the slot and calls `sent` */
+  ofi_ctrl_sent_fn sent;
   int index;
   bool busy;
   bool posted;
@@ -228,7 +195,7 @@ typedef struct {
 } ofi_ctrl_send_t;
 
 typedef struct {
-  ofi_op_t op;
+  ofi_op_t op;         /* done = the control channel's, which hands the message to on_ctrl */
   ofi_ctrl_msg_t msg;
   uint8_t slack[OFI_CTRL_MSG_SIZE - sizeof(ofi_ctrl_msg_t)];
 } ofi_ctrl_recv_t;
@@ -271,6 +238,8 @@ typedef struct ofi_dev {
   ofi_mr_t *mrs;            /* registration cache */
   ofi_av_entry_t *av_cache;
 
+  /* control channel (ofi_progress.c) */
+  void (*on_ctrl)(struct ofi_dev *dev, const ofi_ctrl_msg_t *msg, size_t len); /* lock held */
   ofi_ctrl_recv_t *ctrl_recv;   /* OFI_CTRL_RECVS */
   ofi_ctrl_send_t *ctrl_send;   /* OFI_CTRL_SENDS */
   struct fid_mr *ctrl_mr;
@@ -280,31 +249,50 @@ typedef struct ofi_dev {
   uint8_t ctrl_recv_posted[OFI_CTRL_RECVS];
 } ofi_dev_t;
 
-/* ---- fabric / devices (ofi_fabric.c) ---- */
-strand_result_t ofi_fabric_init(void);
+/* ---- parameters and clock (ofi_config.c) ---- */
+/* ofi_params and ofi_params_load are declared with the knobs above. */
+uint64_t ofi_now_ms(void);
+
+/* ---- provider, devices, endpoints (ofi_dev.c) ---- */
+/* Loads the parameters and discovers the devices, once per process (later calls: no-op). */
+strand_result_t ofi_devs_init(void);
 int ofi_ndevs(void);
 ofi_dev_t *ofi_dev_get(int dev);
-strand_result_t ofi_dev_open(ofi_dev_t *dev); /* lock held */
-void ofi_devs_close_all(void);
 const char *ofi_provider_name(void);
-/* Drain the CQ a bounded number of times and dispatch; lock held. */
-void ofi_progress(ofi_dev_t *dev);
+/* Opens fabric, domain, CQ, AV and the endpoint (lock held); on failure nothing stays open. */
+strand_result_t ofi_dev_open(ofi_dev_t *dev);
+/* Closes the endpoint, which discards every operation still posted on it (lock held). */
+void ofi_dev_close_ep(ofi_dev_t *dev);
+/* Closes what ofi_dev_open opened and forgets the AV cache; d->open becomes false (lock held). */
+void ofi_dev_close(ofi_dev_t *dev);
 uint32_t ofi_dev_alloc_id(ofi_dev_t *dev);
 ofi_comm_t *ofi_dev_find_comm(ofi_dev_t *dev, uint32_t id);
 strand_result_t ofi_av_lookup(ofi_dev_t *dev, const uint8_t *name, size_t len, fi_addr_t *out);
-/* The provider's connection to `peer` is broken (reset, refused, not connected): fail every comm
- * that uses it and drop the address from the AV, so that a later connection to the same endpoint
- * gets a fresh provider connection instead of the dead one. Lock held. */
-void ofi_peer_broken(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* Drops `peer` from the AV (and its cache), so that a later connection to the same endpoint gets
+ * a fresh provider connection instead of a dead one. Lock held. */
+void ofi_av_forget(ofi_dev_t *dev, fi_addr_t peer, const char *why);
 bool ofi_errno_is_connection_loss(int err);
+strand_result_t ofi_errno_result(int err);
 void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen);
-/* Queue a control message to `dest`; -FI_EAGAIN only when every control slot is busy. */
+
+/* ---- progress and the control channel (ofi_progress.c) ---- */
+/* Opens the device (ofi_dev_open) and its control channel on first use: control buffers, their
+ * registration, posted control receives. Every control message that arrives goes to on_ctrl.
+ * A device that failed to open stays failed. Lock held. */
+strand_result_t ofi_ctrl_open(ofi_dev_t *dev,
+                              void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t));
+/* Releases the control channel's buffers and registration (endpoint already closed; lock held). */
+void ofi_ctrl_close(ofi_dev_t *dev);
+/* Drain the CQ a bounded number of times and call each operation's `done`; lock held. */
+void ofi_progress(ofi_dev_t *dev);
+/* Queue a control message to `dest`; its completion goes to `sent`. owner_comm != 0: that comm counts one more outstanding operation. -FI_EAGAIN only when every
+ * control slot is busy. */
 int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
                   uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
-                  size_t name_len);
-/* Send a copy of a control message again (attempt number `attempt`). */
-int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt);
-strand_result_t ofi_errno_result(int err);
+                  size_t name_len, ofi_ctrl_sent_fn sent);
+/* Send a copy of a control message again (attempt number `attempt`), no owner comm. */
+int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
+                    ofi_ctrl_sent_fn sent);
 
 /* ---- connections (ofi_conn.c) ---- */
 strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm);
@@ -314,14 +302,16 @@ strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_
 strand_result_t ofi_close_send(void *sendComm);
 strand_result_t ofi_close_recv(void *recvComm);
 strand_result_t ofi_close_listen(void *listenComm);
-/* Control message arrived (lock held). */
-void ofi_conn_handle_ctrl(ofi_dev_t *dev, const ofi_ctrl_msg_t *msg, size_t len);
-/* A control send completed (err = 0 on success; lock held). */
-void ofi_conn_ctrl_sent(ofi_dev_t *dev, ofi_ctrl_send_t *cs, int err, const char *errstr);
+/* Completion of a control message a comm sent (the `sent` every ofi_ctrl_send of a comm names). */
+void ofi_conn_ctrl_sent(ofi_dev_t *dev, ofi_ctrl_send_t *cs, const ofi_cqe_t *e);
 void ofi_comm_fail(ofi_comm_t *comm, strand_result_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void ofi_comm_free(ofi_comm_t *comm); /* unlink + free; lock held */
 void ofi_comm_maybe_reap(ofi_comm_t *comm);
+/* The provider's connection to `peer` is broken (reset, refused, not connected): fail every comm
+ * that uses it and drop the address from the AV. Lock held. */
+void ofi_peer_broken(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* Frees every comm and listen comm of a device whose endpoint is closed (lock held). */
+void ofi_conn_free_all(ofi_dev_t *dev);
 
 /* ---- registration (ofi_mr.c) ---- */
 strand_result_t ofi_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
@@ -338,11 +328,5 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
 strand_result_t ofi_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
                            void **request);
 strand_result_t ofi_test(void *request, int *done, int *sizes);
-strand_result_t ofi_comm_alloc_reqs(ofi_comm_t *comm, int count);
-/* A data operation completed (err = 0 on success; lock held). */
-void ofi_xfer_complete(ofi_dev_t *dev, ofi_sub_t *sub, size_t len, int err, size_t olen,
-                       const char *errstr);
-/* Cancel every posted receive of a closing comm (lock held). */
-void ofi_xfer_cancel_all(ofi_comm_t *comm);
 
 #endif

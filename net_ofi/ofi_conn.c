@@ -8,7 +8,9 @@
  *         the progress engine, whatever call drives it, so connect never waits for accept()
  *         itself, only for some call on the listening process's device.
  * Anything that does not parse, names an unknown listen id or carries the wrong nonce is dropped
- * (and, when it parses, answered with REJECT) without touching any other connection. */
+ * (and, when it parses, answered with REJECT) without touching any other connection.
+ * Also the comm lifetime the data path relies on (fail, reap, peer loss) and the completion of
+ * every control message a comm sends. Calls ofi_progress.c, ofi_dev.c and ofi_config.c only. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +51,10 @@ static ofi_comm_t *comm_new(ofi_dev_t *d, ofi_comm_kind_t kind) {
   c->id = ofi_dev_alloc_id(d);
   c->t_start_ms = ofi_now_ms();
   c->last_probe_ms = c->t_start_ms;
-  if (ofi_comm_alloc_reqs(c, kind == OFI_COMM_SEND ? OFI_SEND_REQS : OFI_RECV_REQS) !=
-      STRAND_SUCCESS) {
+  if (strand_pool_init(&c->reqs, kind == OFI_COMM_SEND ? "ofi-send-requests" : "ofi-recv-requests",
+                       sizeof(ofi_req_t),
+                       (uint32_t)(kind == OFI_COMM_SEND ? OFI_SEND_REQS : OFI_RECV_REQS),
+                       0) != STRAND_SUCCESS) {
     free(c);
     return NULL;
   }
@@ -59,7 +63,7 @@ static ofi_comm_t *comm_new(ofi_dev_t *d, ofi_comm_kind_t kind) {
   return c;
 }
 
-void ofi_comm_free(ofi_comm_t *c) {
+static void comm_free(ofi_comm_t *c) {
   ofi_dev_t *d = c->dev;
   for (ofi_comm_t **p = &d->comms; *p; p = &(*p)->next)
     if (*p == c) {
@@ -76,7 +80,25 @@ void ofi_comm_free(ofi_comm_t *c) {
 }
 
 void ofi_comm_maybe_reap(ofi_comm_t *c) {
-  if (c->closed && c->outstanding <= 0) ofi_comm_free(c);
+  if (c->closed && c->outstanding <= 0) comm_free(c);
+}
+
+/* The provider's connection to `peer` broke: the AV forgets it first (so the next connection gets
+ * a fresh one), then every comm that used it fails. */
+void ofi_peer_broken(ofi_dev_t *d, fi_addr_t peer, const char *why) {
+  ofi_av_forget(d, peer, why);
+  for (ofi_comm_t *c = d->comms; c; c = c->next)
+    if (c->peer == peer && c->state != OFI_CONN_FAILED)
+      ofi_comm_fail(c, STRAND_REMOTE_ERROR, "the provider's connection to the peer broke: %s", why);
+}
+
+void ofi_conn_free_all(ofi_dev_t *d) {
+  while (d->comms) comm_free(d->comms);
+  while (d->listens) {
+    ofi_listen_t *l = d->listens;
+    d->listens = l->next;
+    free(l);
+  }
 }
 
 static ofi_listen_t *find_listen(ofi_dev_t *d, uint32_t id) {
@@ -84,6 +106,8 @@ static ofi_listen_t *find_listen(ofi_dev_t *d, uint32_t id) {
     if (l->id == id) return l;
   return NULL;
 }
+
+static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len);
 
 /* ------------------------------------------------------------------------------------------ */
 
@@ -97,7 +121,7 @@ strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm) 
   }
   *listenComm = NULL;
   pthread_mutex_lock(&d->lock);
-  strand_result_t r = ofi_dev_open(d);
+  strand_result_t r = ofi_ctrl_open(d, handle_ctrl);
   if (r != STRAND_SUCCESS) goto out;
   ofi_listen_t *l = calloc(1, sizeof *l);
   if (!l) {
@@ -151,7 +175,7 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     return STRAND_INVALID_ARGUMENT;
   }
   pthread_mutex_lock(&d->lock);
-  strand_result_t r = ofi_dev_open(d);
+  strand_result_t r = ofi_ctrl_open(d, handle_ctrl);
   if (r != STRAND_SUCCESS) goto out;
   ofi_comm_t *c = find_connecting(d, h);
   if (!c) {
@@ -176,7 +200,7 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     /* Set first: a send that fails at once reports through ofi_conn_ctrl_sent right away. */
     c->state = OFI_CONN_WAIT_ACCEPT;
     if (ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
-                      d->ep_name, d->ep_name_len) != 0 &&
+                      d->ep_name, d->ep_name_len, ofi_conn_ctrl_sent) != 0 &&
         c->state == OFI_CONN_WAIT_ACCEPT)
       c->state = OFI_CONN_SENDING; /* every control slot busy: try again on the next call */
   }
@@ -196,7 +220,7 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
   } else if (c->state == OFI_CONN_FAILED) {
     r = c->failed != STRAND_SUCCESS ? c->failed : STRAND_REMOTE_ERROR;
     c->closed = true; /* a CONNECT still in flight refers to it by id, never by pointer */
-    ofi_comm_free(c);
+    comm_free(c);
   }
 out:
   pthread_mutex_unlock(&d->lock);
@@ -228,6 +252,19 @@ strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_
   return STRAND_SUCCESS;
 }
 
+/* Cancel every posted receive of a closing comm (lock held); the cancelled slots complete with
+ * FI_ECANCELED through the data path's completion. */
+static void cancel_posted_recvs(ofi_comm_t *c) {
+  if (c->kind != OFI_COMM_RECV) return;
+  uint32_t cursor = 0;
+  ofi_req_t *r;
+  while ((r = strand_pool_next_used(&c->reqs, &cursor)) != NULL) {
+    if (r->kind != OFI_REQ_RECV) continue;
+    for (int i = 0; i < r->posted; i++)
+      if (!r->subs[i].done) fi_cancel(&c->dev->ep->fid, &r->subs[i].op.fi_ctx);
+  }
+}
+
 /* Close: cancel what can be cancelled, let in-flight operations drain for a bounded time, and if
  * some are still owned by libfabric keep the comm (memory only) until they complete or the device
  * closes: freeing it earlier would hand libfabric a dangling context. */
@@ -236,7 +273,7 @@ static strand_result_t comm_close(ofi_comm_t *c) {
   pthread_mutex_lock(&d->lock);
   c->closed = true;
   c->outstanding++; /* our own reference: completions during the drain must not free it */
-  ofi_xfer_cancel_all(c);
+  cancel_posted_recvs(c);
   uint64_t t0 = ofi_now_ms();
   for (;;) {
     ofi_progress(d);
@@ -301,7 +338,8 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
     STRAND_WARN("connect message from %s on %s names %s listen id %u; rejected (stale handle, closed "
              "listen comm, or a handle from another job)",
              from, d->name, l ? "the wrong nonce for" : "unknown", m->dst_id);
-    ofi_ctrl_send(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce, 0, 0, NULL, 0);
+    ofi_ctrl_send(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce, 0, 0, NULL, 0,
+                  ofi_conn_ctrl_sent);
     return;
   }
   ofi_comm_t *c = comm_new(d, OFI_COMM_RECV);
@@ -315,7 +353,8 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
   c->nonce = m->nonce;
   c->state = OFI_CONN_READY;
   snprintf(c->peer_str, sizeof c->peer_str, "%s", from);
-  if (ofi_ctrl_send(d, peer, OFI_CTRL_ACCEPT, m->src_id, c->id, m->nonce, 0, c->id, NULL, 0) != 0) {
+  if (ofi_ctrl_send(d, peer, OFI_CTRL_ACCEPT, m->src_id, c->id, m->nonce, 0, c->id, NULL, 0,
+                    ofi_conn_ctrl_sent) != 0) {
     STRAND_WARN("no free control slot to answer %s on %s; its connect will time out", from, d->name);
     c->closed = true;
     ofi_comm_maybe_reap(c);
@@ -328,7 +367,8 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
   l->ready_tail = c;
 }
 
-void ofi_conn_handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
+/* A control message arrived (the control channel's on_ctrl handler; lock held). */
+static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
   if (len < offsetof(ofi_ctrl_msg_t, name) || m->magic != OFI_CTRL_MAGIC ||
       m->version != OFI_CTRL_VERSION || m->name_len > OFI_NAME_MAX ||
       len < offsetof(ofi_ctrl_msg_t, name) + m->name_len) {
@@ -363,7 +403,8 @@ void ofi_conn_handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
       if (!match || c->closed) {
         fi_addr_t peer;
         if (m->name_len && ofi_av_lookup(d, m->name, m->name_len, &peer) == STRAND_SUCCESS)
-          ofi_ctrl_send(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce, 0, 0, NULL, 0);
+          ofi_ctrl_send(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce, 0, 0, NULL, 0,
+                        ofi_conn_ctrl_sent);
       }
       return;
     case OFI_CTRL_GONE:
@@ -389,12 +430,14 @@ void ofi_conn_handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
            m->kind, m->dst_id, d->name);
 }
 
-void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, int err, const char *errstr) {
+void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
+  int err = e->err;
+  const char *errstr = e->errstr;
   if (!cs->owner_comm) {
     /* A truncation can take the provider connection down with it (tcp;ofi_rxm does), and the
      * notice is then lost with it; the provider reconnects for a new send, so try again. */
     if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_TRUNC && cs->attempts < 4 &&
-        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1) == 0)
+        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, ofi_conn_ctrl_sent) == 0)
       return;
     if (err && err != FI_ECANCELED)
       STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u on %s not delivered: %s", cs->msg.kind, d->name,

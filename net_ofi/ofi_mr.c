@@ -12,7 +12,8 @@
  * Cache: NCCL registers the same buffers again and again (shared P2P pools on many comms, user
  * buffers per connection). An entry covers a page-aligned range; a request inside an existing
  * entry of the same memory kind only takes a reference. The last deregMr really deregisters:
- * keeping stale registrations would pin pages the application may free and reuse. */
+ * keeping stale registrations would pin pages the application may free and reuse.
+ * Calls ofi_dev.c only (the provider name, for messages). */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,16 +1,39 @@
 /* strand-ofi — the plugin table (v12 semantics; the SDK exports ncclNetPlugin_v6..v12 from it),
- * init/finalize and device properties. */
+ * init/finalize and device properties. The top layer: calls every other file, none calls it. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "ofi.h"
+#include "strand/lifetime.h"
 
 typedef struct {
   uint64_t comm_id;
 } ofi_ctx_t;
 
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static int live_ctx;
+/* Plugin-wide state from the first init to the last finalize (strand/lifetime.h). Setup discovers
+ * the devices (once per process: a later setup finds the same ones, whose endpoints reopen on
+ * first use). Teardown closes every endpoint: comms of every context share them, so only the last
+ * finalize (or library unload) does it; the core closes all comms before finalize. */
+static strand_result_t ofi_setup(void) { return ofi_devs_init(); }
+
+static void close_device(ofi_dev_t *d) {
+  pthread_mutex_lock(&d->lock);
+  if (d->open) {
+    /* Closing the endpoint discards every operation still posted, so the contexts of draining
+     * comms can be freed afterwards; registrations go before the domain. */
+    ofi_dev_close_ep(d);
+    ofi_conn_free_all(d);
+    ofi_mr_cache_clear(d);
+    ofi_ctrl_close(d);
+    ofi_dev_close(d);
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+static void ofi_teardown(void) {
+  for (int k = 0; k < ofi_ndevs(); k++) close_device(ofi_dev_get(k));
+}
+
+STRAND_LIFETIME(ofi_life, ofi_setup, ofi_teardown, NULL);
 
 static strand_result_t ofi_init(void **ctx, uint64_t commId, strand_comm_config_t *config,
                                 strand_logger_t logFunction, strand_profiler_cb_t profFunction) {
@@ -19,14 +42,14 @@ static strand_result_t ofi_init(void **ctx, uint64_t commId, strand_comm_config_
   *ctx = NULL;
   strand_log_init(logFunction);
   strand_log_set_prefix(OFI_PLUGIN_NAME);
-  strand_result_t r = ofi_fabric_init();
+  strand_result_t r = strand_lifetime_acquire(&ofi_life);
   if (r != STRAND_SUCCESS) return r;
   ofi_ctx_t *c = calloc(1, sizeof *c);
-  if (!c) return STRAND_SYSTEM_ERROR;
+  if (!c) {
+    strand_lifetime_release(&ofi_life);
+    return STRAND_SYSTEM_ERROR;
+  }
   c->comm_id = commId;
-  pthread_mutex_lock(&ctx_lock);
-  live_ctx++;
-  pthread_mutex_unlock(&ctx_lock);
   *ctx = c;
   return STRAND_SUCCESS;
 }
@@ -34,12 +57,7 @@ static strand_result_t ofi_init(void **ctx, uint64_t commId, strand_comm_config_
 static strand_result_t ofi_finalize(void *ctx) {
   if (!ctx) return STRAND_INVALID_ARGUMENT;
   free(ctx);
-  pthread_mutex_lock(&ctx_lock);
-  /* Endpoints stay open while other contexts live: comms of every context share them. The last
-   * finalize closes them (the core closes all comms before finalize). */
-  bool last = --live_ctx == 0;
-  pthread_mutex_unlock(&ctx_lock);
-  if (last) ofi_devs_close_all();
+  strand_lifetime_release(&ofi_life);
   return STRAND_SUCCESS;
 }
 
@@ -55,11 +73,10 @@ static strand_result_t ofi_get_properties(int dev, strand_props_t *props) {
     STRAND_WARN("getProperties: device %d out of range (%d devices)", dev, ofi_ndevs());
     return STRAND_INVALID_ARGUMENT;
   }
-  memset(props, 0, sizeof *props); /* the core does not zero it: every field is ours to set */
+  strand_props_init_host(props, dev); /* the core does not zero it: every field is ours */
   props->name = d->name;
   props->pciPath = d->pci_path;
   props->guid = d->guid;
-  props->ptrSupport = STRAND_PTR_HOST;
   if (d->hmem) {
     props->ptrSupport |= STRAND_PTR_CUDA;
 #ifdef STRAND_OFI_HAVE_DMABUF
@@ -67,23 +84,12 @@ static strand_result_t ofi_get_properties(int dev, strand_props_t *props) {
 #endif
   }
   props->regIsGlobal = 1; /* registrations belong to the domain, not to a comm */
-  props->forceFlush = 0;
   props->speed = d->speed_mbps;
-  props->port = 0;
-  props->latency = 0;
-  props->maxComms = 65536;
   props->maxRecvs = OFI_MAX_RECVS;
-  props->netDeviceType = STRAND_DEV_HOST;
-  props->netDeviceVersion = STRAND_NET_DEVICE_INVALID_VERSION;
-  props->vProps.ndevs = 1;
-  props->vProps.devs[0] = dev;
   /* test() reports sizes as int: never promise more than INT_MAX per message. */
   size_t max = d->max_msg_size < 0x7fffffffu ? d->max_msg_size : 0x7fffffffu;
   props->maxP2pBytes = max;
   props->maxCollBytes = max < STRAND_MAX_COLLNET_SIZE_V8 ? max : STRAND_MAX_COLLNET_SIZE_V8;
-  props->maxMultiRequestSize = 1;
-  props->railId = STRAND_NET_ID_UNDEF;
-  props->planeId = STRAND_NET_ID_UNDEF;
   return STRAND_SUCCESS;
 }
 

@@ -16,17 +16,16 @@
  * and posts the rest from test().
  * Peer loss: a request waiting longer than STRAND_OFI_PROBE_MS makes the comm send a small probe to
  * the peer's endpoint; a probe the provider fails (connection refused/reset) or that is not taken
- * within STRAND_OFI_PEER_TIMEOUT_S fails the comm, and test() reports it. */
+ * within STRAND_OFI_PEER_TIMEOUT_S fails the comm, and test() reports it.
+ * Calls ofi_conn.c (comm failure and reaping, control-message completions), ofi_progress.c,
+ * ofi_dev.c and ofi_config.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ofi.h"
 
-strand_result_t ofi_comm_alloc_reqs(ofi_comm_t *c, int count) {
-  return strand_pool_init(&c->reqs, c->kind == OFI_COMM_SEND ? "ofi-send-requests" : "ofi-recv-requests",
-                          sizeof(ofi_req_t), (uint32_t)count, 0);
-}
+static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e);
 
 static ofi_req_t *req_get(ofi_comm_t *c, ofi_req_kind_t kind, int n) {
   ofi_req_t *r = strand_pool_get(&c->reqs);
@@ -38,7 +37,8 @@ static ofi_req_t *req_get(ofi_comm_t *c, ofi_req_kind_t kind, int n) {
   r->result = STRAND_SUCCESS;
   r->t_post_ms = ofi_now_ms();
   for (int i = 0; i < n; i++) {
-    r->subs[i].op.kind = OFI_OP_DATA;
+    r->subs[i].op.done = sub_done;
+    r->subs[i].op.arg = &r->subs[i];
     r->subs[i].req = r;
     r->subs[i].slot = i;
   }
@@ -135,7 +135,7 @@ static void maybe_probe(ofi_comm_t *c, ofi_req_t *r) {
     return;
   ofi_dev_t *d = c->dev;
   if (ofi_ctrl_send(d, c->peer, OFI_CTRL_PROBE, c->peer_id, c->id, c->nonce, 0, c->id, d->ep_name,
-                    d->ep_name_len) == 0) {
+                    d->ep_name_len, ofi_conn_ctrl_sent) == 0) {
     c->probe_sent_ms = now;
     c->last_probe_ms = now;
   }
@@ -289,8 +289,12 @@ strand_result_t ofi_iflush(void *recvComm, int n, void **data, int *sizes, void 
 
 /* ---- completion ---- */
 
-void ofi_xfer_complete(ofi_dev_t *d, ofi_sub_t *sub, size_t len, int err, size_t olen,
-                       const char *errstr) {
+/* A data operation completed (the `done` of every slot; lock held). */
+static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
+  ofi_sub_t *sub = op->arg;
+  size_t len = e->len, olen = e->olen;
+  int err = e->err;
+  const char *errstr = e->errstr;
   ofi_req_t *r = sub->req;
   ofi_comm_t *c = r->comm;
   int i = sub->slot;
@@ -309,7 +313,8 @@ void ofi_xfer_complete(ofi_dev_t *d, ofi_sub_t *sub, size_t len, int err, size_t
       STRAND_WARN("message from %s on %s is larger than the posted receive of %zu bytes%s (slot %d "
                   "of %d): %s. Sender and receiver disagree on sizes; the receive failed",
                   c->peer_str, d->name, r->lens[i], over, i, r->n, errstr ? errstr : "FI_ETRUNC");
-      ofi_ctrl_send(d, c->peer, OFI_CTRL_TRUNC, c->peer_id, c->id, c->nonce, olen, 0, NULL, 0);
+      ofi_ctrl_send(d, c->peer, OFI_CTRL_TRUNC, c->peer_id, c->id, c->nonce, olen, 0, NULL, 0,
+                    ofi_conn_ctrl_sent);
     }
   } else {
     strand_result_t res = ofi_errno_result(err);
@@ -320,17 +325,6 @@ void ofi_xfer_complete(ofi_dev_t *d, ofi_sub_t *sub, size_t len, int err, size_t
   }
   if (r->abandoned && r->completed >= r->posted) req_put(r);
   ofi_comm_maybe_reap(c);
-}
-
-void ofi_xfer_cancel_all(ofi_comm_t *c) {
-  if (c->kind != OFI_COMM_RECV) return;
-  uint32_t cursor = 0;
-  ofi_req_t *r;
-  while ((r = strand_pool_next_used(&c->reqs, &cursor)) != NULL) {
-    if (r->kind != OFI_REQ_RECV) continue;
-    for (int i = 0; i < r->posted; i++)
-      if (!r->subs[i].done) fi_cancel(&c->dev->ep->fid, &r->subs[i].op.fi_ctx);
-  }
 }
 
 strand_result_t ofi_test(void *request, int *done, int *sizes) {

@@ -6,62 +6,33 @@
  *   larger than the posted receive (error, not a short copy), connect messages naming a wrong
  *   listen id or a closed listener (rejected, other connections unharmed), close with requests in
  *   flight, and a peer process that dies (test() errors within a bound).
+ * Loading, waits, patterns and PT_CHECK come from tests/common/plugin_test.h.
  * Usage: ofi_smoke PLUGIN.so   (FI_PROVIDER selects the provider). Exit 0 = all passed. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "plugin_test.h"
 #include "strand/abi/abi.h"
 
 static strand_net_v12_t *net;
+static pt_net_t ptn;
 static void *ctx;
-static int failures;
 static const double BOUND_S = 20.0; /* every wait in this test */
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      failures++;                                                                                  \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct {
   void *l, *s, *r;
 } pair_t;
 
+/* A connected send/recv pair on dev; the listen comm is closed once both exist. */
 static int connect_pair(int dev, pair_t *p) {
-  char handle[STRAND_NET_HANDLE_MAXSIZE];
   memset(p, 0, sizeof *p);
-  CHECK(net->listen(ctx, dev, handle, &p->l) == STRAND_SUCCESS && p->l, "listen");
-  double t0 = now_s();
-  while (!p->s || !p->r) {
-    double c0 = now_s();
-    if (!p->s) CHECK(net->connect(ctx, dev, handle, &p->s, NULL) == STRAND_SUCCESS, "connect");
-    if (!p->r) CHECK(net->accept(p->l, &p->r, NULL) == STRAND_SUCCESS, "accept");
-    CHECK(now_s() - c0 < 1.0, "connect/accept call blocked for %.2f s", now_s() - c0);
-    CHECK(now_s() - t0 < BOUND_S, "connection not established within %.0f s", BOUND_S);
-  }
-  CHECK(net->closeListen(p->l) == STRAND_SUCCESS, "closeListen");
-  p->l = NULL;
-  return 0;
+  return pt_connect_pair(&ptn, ctx, dev, &p->s, &p->r, NULL, BOUND_S);
 }
 
 static void close_pair(pair_t *p) {
@@ -70,52 +41,39 @@ static void close_pair(pair_t *p) {
   if (p->l) net->closeListen(p->l);
 }
 
-/* Wait for one request; returns the test() result, -2 on timeout. */
-static int wait_req(void *req, int *sizes) {
-  double t0 = now_s();
-  for (;;) {
-    int done = 0;
-    strand_result_t r = net->test(req, &done, sizes);
-    if (r != STRAND_SUCCESS) return (int)r;
-    if (done) return 0;
-    if (now_s() - t0 > BOUND_S) return -2;
-  }
-}
-
-static void fill(unsigned char *b, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
-}
+/* Wait for one request; returns the test() result, PT_TIMEOUT (-2) on timeout. */
+static int wait_req(void *req, int *sizes) { return pt_wait(&ptn, req, sizes, BOUND_S); }
 
 static int transfer(pair_t *p, size_t size, unsigned seed) {
   unsigned char *sb = malloc(size + 1), *rb = malloc(size + 64);
   void *smh, *rmh;
-  fill(sb, size, seed);
+  pt_fill(sb, size, seed);
   memset(rb, 0xEE, size + 64);
-  CHECK(net->regMr(p->s, sb, size + 1, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr send");
-  CHECK(net->regMr(p->r, rb, size + 64, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr recv");
+  PT_CHECK(net->regMr(p->s, sb, size + 1, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr send");
+  PT_CHECK(net->regMr(p->r, rb, size + 64, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr recv");
   void *rreq = NULL, *sreq = NULL;
   void *bufs[1] = {rb};
   size_t sizes[1] = {size + 64};
   int tags[1] = {7};
-  double t0 = now_s();
+  double t0 = pt_now_s();
   while (!rreq) {
-    CHECK(net->irecv(p->r, 1, bufs, sizes, tags, &rmh, NULL, &rreq) == STRAND_SUCCESS, "irecv");
-    CHECK(now_s() - t0 < BOUND_S, "irecv stays NULL");
+    PT_CHECK(net->irecv(p->r, 1, bufs, sizes, tags, &rmh, NULL, &rreq) == STRAND_SUCCESS, "irecv");
+    PT_CHECK(pt_now_s() - t0 < BOUND_S, "irecv stays NULL");
   }
   while (!sreq) {
-    CHECK(net->isend(p->s, sb, size, 7, smh, NULL, &sreq) == STRAND_SUCCESS, "isend");
-    CHECK(now_s() - t0 < BOUND_S, "isend stays NULL");
+    PT_CHECK(net->isend(p->s, sb, size, 7, smh, NULL, &sreq) == STRAND_SUCCESS, "isend");
+    PT_CHECK(pt_now_s() - t0 < BOUND_S, "isend stays NULL");
   }
   int got[8] = {0}, sent[8] = {0};
   int dr = 0, ds = 0;
   while (!dr || !ds) {
-    if (!ds) CHECK(net->test(sreq, &ds, sent) == STRAND_SUCCESS, "send test (size %zu)", size);
-    if (!dr) CHECK(net->test(rreq, &dr, got) == STRAND_SUCCESS, "recv test (size %zu)", size);
-    CHECK(now_s() - t0 < BOUND_S, "transfer of %zu bytes not done", size);
+    if (!ds) PT_CHECK(net->test(sreq, &ds, sent) == STRAND_SUCCESS, "send test (size %zu)", size);
+    if (!dr) PT_CHECK(net->test(rreq, &dr, got) == STRAND_SUCCESS, "recv test (size %zu)", size);
+    PT_CHECK(pt_now_s() - t0 < BOUND_S, "transfer of %zu bytes not done", size);
   }
-  CHECK((size_t)got[0] == size, "received size %d, sent %zu", got[0], size);
-  CHECK(memcmp(sb, rb, size) == 0, "data mismatch at size %zu", size);
-  CHECK(rb[size] == 0xEE, "byte past the message written");
+  PT_CHECK((size_t)got[0] == size, "received size %d, sent %zu", got[0], size);
+  PT_CHECK(memcmp(sb, rb, size) == 0, "data mismatch at size %zu", size);
+  PT_CHECK(rb[size] == 0xEE, "byte past the message written");
   net->deregMr(p->s, smh);
   net->deregMr(p->r, rmh);
   free(sb);
@@ -140,44 +98,44 @@ static int test_ordering(void) {
   enum { N = 200, DEPTH = 8, SZ = 20000 };
   unsigned char *sb = malloc((size_t)DEPTH * SZ), *rb = malloc((size_t)DEPTH * SZ);
   void *smh, *rmh;
-  CHECK(net->regMr(p.s, sb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
-  CHECK(net->regMr(p.r, rb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.s, sb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.r, rb, (size_t)DEPTH * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
   void *sreq[DEPTH] = {0}, *rreq[DEPTH] = {0};
   int sent = 0, recvd = 0, posted_r = 0, done_s = 0;
-  double t0 = now_s();
+  double t0 = pt_now_s();
   while (recvd < N || done_s < N) {
     if (posted_r < N && posted_r - recvd < DEPTH) {
       int slot = posted_r % DEPTH;
       void *b[1] = {rb + (size_t)slot * SZ};
       size_t s[1] = {SZ};
       int t[1] = {0};
-      CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq[slot]) == 0, "irecv");
+      PT_CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq[slot]) == 0, "irecv");
       if (rreq[slot]) posted_r++;
     }
     if (sent < N && sent - done_s < DEPTH) {
       int slot = sent % DEPTH;
       memset(sb + (size_t)slot * SZ, sent & 0xff, SZ);
       size_t len = (size_t)(SZ - (sent % 17));
-      CHECK(net->isend(p.s, sb + (size_t)slot * SZ, len, 0, smh, NULL, &sreq[slot]) == 0, "isend");
+      PT_CHECK(net->isend(p.s, sb + (size_t)slot * SZ, len, 0, smh, NULL, &sreq[slot]) == 0, "isend");
       if (sreq[slot]) sent++;
     }
     if (done_s < sent) {
       int d = 0;
-      CHECK(net->test(sreq[done_s % DEPTH], &d, NULL) == 0, "send test");
+      PT_CHECK(net->test(sreq[done_s % DEPTH], &d, NULL) == 0, "send test");
       if (d) done_s++;
     }
     if (recvd < posted_r) {
       int d = 0, sz[1];
       int slot = recvd % DEPTH;
-      CHECK(net->test(rreq[slot], &d, sz) == 0, "recv test");
+      PT_CHECK(net->test(rreq[slot], &d, sz) == 0, "recv test");
       if (d) {
-        CHECK(sz[0] == SZ - (recvd % 17), "message %d size %d", recvd, sz[0]);
-        CHECK(rb[(size_t)slot * SZ] == (recvd & 0xff) && rb[(size_t)slot * SZ + sz[0] - 1] == (recvd & 0xff),
+        PT_CHECK(sz[0] == SZ - (recvd % 17), "message %d size %d", recvd, sz[0]);
+        PT_CHECK(rb[(size_t)slot * SZ] == (recvd & 0xff) && rb[(size_t)slot * SZ + sz[0] - 1] == (recvd & 0xff),
               "message %d out of order", recvd);
         recvd++;
       }
     }
-    CHECK(now_s() - t0 < BOUND_S, "ordering run stuck at %d/%d", recvd, N);
+    PT_CHECK(pt_now_s() - t0 < BOUND_S, "ordering run stuck at %d/%d", recvd, N);
   }
   net->deregMr(p.s, smh);
   net->deregMr(p.r, rmh);
@@ -197,8 +155,8 @@ static int test_grouped(void) {
   enum { N = 8, SZ = 5000 };
   unsigned char *sb = malloc(N * SZ), *rb = malloc(N * SZ);
   void *smh, *rmh;
-  CHECK(net->regMr(p.s, sb, N * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
-  CHECK(net->regMr(p.r, rb, N * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.s, sb, N * SZ, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.r, rb, N * SZ, STRAND_PTR_HOST, &rmh) == 0, "regMr");
   for (int round = 0; round < 3; round++) {
     void *bufs[N], *mh[N];
     size_t sizes[N];
@@ -211,10 +169,10 @@ static int test_grouped(void) {
     }
     memset(rb, 0, N * SZ);
     void *rreq = NULL;
-    double t0 = now_s();
+    double t0 = pt_now_s();
     while (!rreq) {
-      CHECK(net->irecv(p.r, N, bufs, sizes, tags, mh, NULL, &rreq) == 0, "grouped irecv");
-      CHECK(now_s() - t0 < BOUND_S, "grouped irecv NULL");
+      PT_CHECK(net->irecv(p.r, N, bufs, sizes, tags, mh, NULL, &rreq) == 0, "grouped irecv");
+      PT_CHECK(pt_now_s() - t0 < BOUND_S, "grouped irecv NULL");
     }
     void *sreq[N];
     int order[N] = {3, 0, 7, 5, 1, 6, 2, 4};
@@ -224,13 +182,13 @@ static int test_grouped(void) {
       memset(sb + tag * SZ, 0x40 + tag + round, len ? len : 1);
       sreq[k] = NULL;
       while (!sreq[k]) {
-        CHECK(net->isend(p.s, sb + tag * SZ, len, tag, smh, NULL, &sreq[k]) == 0, "isend");
-        CHECK(now_s() - t0 < BOUND_S, "isend NULL");
+        PT_CHECK(net->isend(p.s, sb + tag * SZ, len, tag, smh, NULL, &sreq[k]) == 0, "isend");
+        PT_CHECK(pt_now_s() - t0 < BOUND_S, "isend NULL");
       }
     }
     int got[64] = {0}, d = 0, nd = 0;
     while (!d || nd < N) {
-      if (!d) CHECK(net->test(rreq, &d, got) == 0, "grouped test");
+      if (!d) PT_CHECK(net->test(rreq, &d, got) == 0, "grouped test");
       nd = 0;
       for (int k = 0; k < N; k++) {
         if (!sreq[k]) {
@@ -238,16 +196,16 @@ static int test_grouped(void) {
           continue;
         }
         int sd = 0;
-        CHECK(net->test(sreq[k], &sd, NULL) == 0, "send test");
+        PT_CHECK(net->test(sreq[k], &sd, NULL) == 0, "send test");
         if (sd) sreq[k] = NULL, nd++;
       }
-      CHECK(now_s() - t0 < BOUND_S, "grouped receive not complete");
+      PT_CHECK(pt_now_s() - t0 < BOUND_S, "grouped receive not complete");
     }
     for (int i = 0; i < N; i++) {
       int tag = tags[i];
       int want = tag == 2 ? 0 : 100 * (tag + 1) + round;
-      CHECK(got[i] == want, "round %d slot %d (tag %d) size %d, want %d", round, i, tag, got[i], want);
-      if (want) CHECK(rb[i * SZ] == 0x40 + tag + round && rb[i * SZ + want - 1] == 0x40 + tag + round,
+      PT_CHECK(got[i] == want, "round %d slot %d (tag %d) size %d, want %d", round, i, tag, got[i], want);
+      if (want) PT_CHECK(rb[i * SZ] == 0x40 + tag + round && rb[i * SZ + want - 1] == 0x40 + tag + round,
                       "round %d slot %d got another tag's data", round, i);
     }
   }
@@ -265,9 +223,9 @@ static int test_grouped(void) {
  * providers (tcp;ofi_rxm) tear down the connection between the two endpoints on truncation, so
  * each case runs on a fresh endpoint: finalize closes it, init opens a new one. */
 static int reinit(void) {
-  CHECK(net->finalize(ctx) == 0, "finalize");
+  PT_CHECK(net->finalize(ctx) == 0, "finalize");
   ctx = NULL;
-  CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == 0, "init");
+  PT_CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == 0, "init");
   return 0;
 }
 
@@ -278,26 +236,26 @@ static int test_truncation(void) {
     size_t rsz = large ? 100000 : 100, ssz = large ? 300000 : 200;
     unsigned char *sb = calloc(1, ssz), *rb = calloc(1, rsz + 16);
     void *smh, *rmh;
-    CHECK(net->regMr(p.s, sb, ssz, STRAND_PTR_HOST, &smh) == 0, "regMr");
-    CHECK(net->regMr(p.r, rb, rsz + 16, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+    PT_CHECK(net->regMr(p.s, sb, ssz, STRAND_PTR_HOST, &smh) == 0, "regMr");
+    PT_CHECK(net->regMr(p.r, rb, rsz + 16, STRAND_PTR_HOST, &rmh) == 0, "regMr");
     memset(rb, 0x5A, rsz + 16);
     void *rreq = NULL, *sreq = NULL;
     void *b[1] = {rb};
     size_t s[1] = {rsz};
     int t[1] = {1};
-    while (!rreq) CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq) == 0, "irecv");
-    while (!sreq) CHECK(net->isend(p.s, sb, ssz, 1, smh, NULL, &sreq) == 0, "isend");
+    while (!rreq) PT_CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &rreq) == 0, "irecv");
+    while (!sreq) PT_CHECK(net->isend(p.s, sb, ssz, 1, smh, NULL, &sreq) == 0, "isend");
     int rres = wait_req(rreq, NULL);
-    CHECK(rres > 0, "receive of a %zu-byte message into %zu bytes returned %d (want an error)", ssz,
+    PT_CHECK(rres > 0, "receive of a %zu-byte message into %zu bytes returned %d (want an error)", ssz,
           rsz, rres);
-    CHECK(rb[rsz] == 0x5A, "bytes past the posted receive were written");
-    double t0 = now_s();
+    PT_CHECK(rb[rsz] == 0x5A, "bytes past the posted receive were written");
+    double t0 = pt_now_s();
     int sres = 0, sd = 0;
-    while (!sres && !sd && now_s() - t0 < BOUND_S) sres = net->test(sreq, &sd, NULL);
+    while (!sres && !sd && pt_now_s() - t0 < BOUND_S) sres = net->test(sreq, &sd, NULL);
     /* then a new isend must error: the sender's comm learnt of the truncation */
     int r2 = sres;
-    t0 = now_s();
-    while (!r2 && now_s() - t0 < 3.0) {
+    t0 = pt_now_s();
+    while (!r2 && pt_now_s() - t0 < 3.0) {
       void *q = NULL;
       r2 = net->isend(p.s, sb, 1, 1, smh, NULL, &q);
       if (!r2 && q) r2 = wait_req(q, NULL);
@@ -306,7 +264,7 @@ static int test_truncation(void) {
      * carry it (documented in docs/plugins/ofi.md), so there only the receiver must fail. */
     const char *prov = getenv("FI_PROVIDER");
     bool sender_must_learn = prov && strcmp(prov, "sockets") == 0;
-    CHECK(r2 > 0 || !sender_must_learn, "sender never learnt of the truncation");
+    PT_CHECK(r2 > 0 || !sender_must_learn, "sender never learnt of the truncation");
     printf("  truncation %s: receiver error %d, sender error %d\n", large ? "large" : "small", rres,
            r2);
     net->deregMr(p.s, smh);
@@ -330,29 +288,29 @@ static int test_bad_connects(void) {
   if (connect_pair(0, &good)) return -1;
   char handle[STRAND_NET_HANDLE_MAXSIZE], bad[STRAND_NET_HANDLE_MAXSIZE];
   void *l = NULL;
-  CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
+  PT_CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
   for (int variant = 0; variant < 4; variant++) {
     memcpy(bad, handle, sizeof bad);
     if (variant == 0) bad[4] ^= 0x5;        /* listen id */
     else if (variant == 1) bad[8] ^= 0x1;   /* nonce */
     else if (variant == 2) memset(bad, 0xA5, sizeof bad); /* garbage */
     else {
-      CHECK(net->closeListen(l) == 0, "closeListen");
+      PT_CHECK(net->closeListen(l) == 0, "closeListen");
       l = NULL;
     }
     void *s = NULL;
-    double t0 = now_s();
+    double t0 = pt_now_s();
     int r = 0;
-    while (!s && !r && now_s() - t0 < BOUND_S) {
+    while (!s && !r && pt_now_s() - t0 < BOUND_S) {
       r = net->connect(ctx, 0, bad, &s, NULL);
       if (l) {
         void *rc = NULL;
         net->accept(l, &rc, NULL);
-        CHECK(rc == NULL, "variant %d: accept returned a comm for a bad connect", variant);
+        PT_CHECK(rc == NULL, "variant %d: accept returned a comm for a bad connect", variant);
       }
     }
-    CHECK(r != 0 && !s, "variant %d: bad connect gave result %d comm %p after %.1f s", variant, r,
-          s, now_s() - t0);
+    PT_CHECK(r != 0 && !s, "variant %d: bad connect gave result %d comm %p after %.1f s", variant, r,
+          s, pt_now_s() - t0);
     if (transfer(&good, 3000, (unsigned)variant)) return -1;
   }
   close_pair(&good);
@@ -365,21 +323,21 @@ static int test_close_inflight(void) {
   if (connect_pair(0, &p)) return -1;
   static unsigned char rb[8][4096], sb[2][1 << 20];
   void *rmh, *smh;
-  CHECK(net->regMr(p.r, rb, sizeof rb, STRAND_PTR_HOST, &rmh) == 0, "regMr");
-  CHECK(net->regMr(p.s, sb, sizeof sb, STRAND_PTR_HOST, &smh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.r, rb, sizeof rb, STRAND_PTR_HOST, &rmh) == 0, "regMr");
+  PT_CHECK(net->regMr(p.s, sb, sizeof sb, STRAND_PTR_HOST, &smh) == 0, "regMr");
   for (int k = 0; k < 8; k++) {
     void *b[1] = {rb[k]}, *req = NULL;
     size_t s[1] = {4096};
     int t[1] = {2};
-    CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &req) == 0, "irecv");
+    PT_CHECK(net->irecv(p.r, 1, b, s, t, &rmh, NULL, &req) == 0, "irecv");
   }
   void *q = NULL;
   net->isend(p.s, sb[0], sizeof sb[0], 9, smh, NULL, &q); /* tag nobody receives */
-  double t0 = now_s();
+  double t0 = pt_now_s();
   net->deregMr(p.r, rmh);
   net->deregMr(p.s, smh);
   close_pair(&p);
-  CHECK(now_s() - t0 < 5.0, "close with requests in flight took %.1f s", now_s() - t0);
+  PT_CHECK(pt_now_s() - t0 < 5.0, "close with requests in flight took %.1f s", pt_now_s() - t0);
   pair_t p2;
   if (connect_pair(0, &p2)) return -1;
   if (transfer(&p2, 4096, 1)) return -1;
@@ -389,27 +347,20 @@ static int test_close_inflight(void) {
 }
 
 static int load(const char *path) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-    return -1;
-  }
-  net = dlsym(h, "ncclNetPlugin_v12");
-  if (!net) {
-    fprintf(stderr, "no ncclNetPlugin_v12 in %s\n", path);
-    return -1;
-  }
+  net = pt_load_table(path, "ncclNetPlugin_v12");
+  if (!net) return -1;
+  ptn = PT_NET(net);
   return 0;
 }
 
 static int init_plugin(void) {
-  CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == STRAND_SUCCESS, "init");
+  PT_CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == STRAND_SUCCESS, "init");
   int n = 0;
-  CHECK(net->devices(&n) == 0 && n >= 1, "devices");
+  PT_CHECK(net->devices(&n) == 0 && n >= 1, "devices");
   strand_props_v12_t pr;
-  CHECK(net->getProperties(0, &pr) == 0, "getProperties");
-  CHECK(pr.maxRecvs == 8 && (pr.ptrSupport & STRAND_PTR_HOST) && pr.speed > 0, "properties");
-  CHECK(strcmp(net->name, "strand-ofi") == 0, "name %s", net->name);
+  PT_CHECK(net->getProperties(0, &pr) == 0, "getProperties");
+  PT_CHECK(pr.maxRecvs == 8 && (pr.ptrSupport & STRAND_PTR_HOST) && pr.speed > 0, "properties");
+  PT_CHECK(strcmp(net->name, "strand-ofi") == 0, "name %s", net->name);
   printf("device 0: %s speed %d pciPath %s\n", pr.name, pr.speed, pr.pciPath ? pr.pciPath : "-");
   return 0;
 }
@@ -425,12 +376,12 @@ static int child_main(const char *role, const char *path, int in_fd, int out_fd)
   ctx = cctx;
   static unsigned char buf[1 << 20];
   void *mh = NULL;
-  double t0 = now_s();
+  double t0 = pt_now_s();
   if (strcmp(role, "sender") == 0) {
     char handle[STRAND_NET_HANDLE_MAXSIZE];
     if (read(in_fd, handle, sizeof handle) != (ssize_t)sizeof handle) return 4;
     void *s = NULL;
-    while (!s && now_s() - t0 < BOUND_S)
+    while (!s && pt_now_s() - t0 < BOUND_S)
       if (net->connect(ctx, 0, handle, &s, NULL)) return 5;
     if (!s || net->regMr(s, buf, sizeof buf, STRAND_PTR_HOST, &mh)) return 6;
     void *q = NULL;
@@ -441,7 +392,7 @@ static int child_main(const char *role, const char *path, int in_fd, int out_fd)
     void *l2 = NULL, *r = NULL;
     if (net->listen(ctx, 0, h2, &l2)) return 8;
     if (write(out_fd, h2, sizeof h2) != (ssize_t)sizeof h2) return 9;
-    while (!r && now_s() - t0 < BOUND_S) net->accept(l2, &r, NULL);
+    while (!r && pt_now_s() - t0 < BOUND_S) net->accept(l2, &r, NULL);
     if (!r || net->regMr(r, buf, sizeof buf, STRAND_PTR_HOST, &mh)) return 10;
     void *b[1] = {buf}, *q = NULL;
     size_t sz[1] = {sizeof buf};
@@ -456,7 +407,7 @@ static int child_main(const char *role, const char *path, int in_fd, int out_fd)
 
 static int test_peer_death(const char *self, const char *path, int child_is_sender) {
   int to_child[2], from_child[2];
-  CHECK(pipe(to_child) == 0 && pipe(from_child) == 0, "pipe");
+  PT_CHECK(pipe(to_child) == 0 && pipe(from_child) == 0, "pipe");
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
@@ -473,55 +424,55 @@ static int test_peer_death(const char *self, const char *path, int child_is_send
   close(from_child[1]);
   static unsigned char buf[1 << 20];
   void *mh = NULL, *comm = NULL, *l = NULL, *q = NULL;
-  double t0 = now_s();
+  double t0 = pt_now_s();
   int rc;
   char ok;
   if (child_is_sender) {
     char handle[STRAND_NET_HANDLE_MAXSIZE];
-    CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
-    CHECK(write(to_child[1], handle, sizeof handle) == (ssize_t)sizeof handle, "handle to child");
-    while (!comm && now_s() - t0 < BOUND_S) net->accept(l, &comm, NULL);
-    CHECK(comm, "accept from child");
-    CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
+    PT_CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
+    PT_CHECK(write(to_child[1], handle, sizeof handle) == (ssize_t)sizeof handle, "handle to child");
+    while (!comm && pt_now_s() - t0 < BOUND_S) net->accept(l, &comm, NULL);
+    PT_CHECK(comm, "accept from child");
+    PT_CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
     void *b[1] = {buf};
     size_t sz[1] = {sizeof buf};
     int t[1] = {0};
     while (!q) net->irecv(comm, 1, b, sz, t, &mh, NULL, &q);
-    CHECK(wait_req(q, NULL) == 0, "first message from child");
-    CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
+    PT_CHECK(wait_req(q, NULL) == 0, "first message from child");
+    PT_CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     q = NULL;
-    while (!q) CHECK(net->irecv(comm, 1, b, sz, t, &mh, NULL, &q) == 0, "irecv");
-    t0 = now_s();
+    while (!q) PT_CHECK(net->irecv(comm, 1, b, sz, t, &mh, NULL, &q) == 0, "irecv");
+    t0 = pt_now_s();
     rc = wait_req(q, NULL);
-    CHECK(rc > 0, "receive from a dead sender: test gave %d after %.1f s (want an error)", rc,
-          now_s() - t0);
-    printf("  dead sender detected after %.2f s (result %d)\n", now_s() - t0, rc);
+    PT_CHECK(rc > 0, "receive from a dead sender: test gave %d after %.1f s (want an error)", rc,
+          pt_now_s() - t0);
+    printf("  dead sender detected after %.2f s (result %d)\n", pt_now_s() - t0, rc);
     net->deregMr(comm, mh);
     net->closeRecv(comm);
     net->closeListen(l);
   } else {
     char h2[STRAND_NET_HANDLE_MAXSIZE];
-    CHECK(read(from_child[0], h2, sizeof h2) == (ssize_t)sizeof h2, "child handle");
-    while (!comm && now_s() - t0 < BOUND_S)
-      CHECK(net->connect(ctx, 0, h2, &comm, NULL) == 0, "connect");
-    CHECK(comm, "connect to child");
-    CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
+    PT_CHECK(read(from_child[0], h2, sizeof h2) == (ssize_t)sizeof h2, "child handle");
+    while (!comm && pt_now_s() - t0 < BOUND_S)
+      PT_CHECK(net->connect(ctx, 0, h2, &comm, NULL) == 0, "connect");
+    PT_CHECK(comm, "connect to child");
+    PT_CHECK(net->regMr(comm, buf, sizeof buf, STRAND_PTR_HOST, &mh) == 0, "regMr");
     while (!q) net->isend(comm, buf, 100, 0, mh, NULL, &q);
-    CHECK(wait_req(q, NULL) == 0, "first send to child");
-    CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
+    PT_CHECK(wait_req(q, NULL) == 0, "first send to child");
+    PT_CHECK(read(from_child[0], &ok, 1) == 1, "child sync");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    t0 = now_s();
+    t0 = pt_now_s();
     rc = 0;
-    while (rc == 0 && now_s() - t0 < BOUND_S) {
+    while (rc == 0 && pt_now_s() - t0 < BOUND_S) {
       q = NULL;
       rc = net->isend(comm, buf, sizeof buf, 0, mh, NULL, &q);
       if (!rc && q) rc = wait_req(q, NULL);
     }
-    CHECK(rc > 0, "sending to a dead receiver never failed (%.1f s)", now_s() - t0);
-    printf("  dead receiver detected after %.2f s (result %d)\n", now_s() - t0, rc);
+    PT_CHECK(rc > 0, "sending to a dead receiver never failed (%.1f s)", pt_now_s() - t0);
+    printf("  dead receiver detected after %.2f s (result %d)\n", pt_now_s() - t0, rc);
     net->deregMr(comm, mh);
     net->closeSend(comm);
   }
@@ -548,7 +499,7 @@ int main(int argc, char **argv) {
   test_truncation();
   test_peer_death("/proc/self/exe", argv[1], 1);
   test_peer_death("/proc/self/exe", argv[1], 0);
-  CHECK(net->finalize(ctx) == 0, "finalize");
-  printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
-  return failures ? 1 : 0;
+  PT_CHECK(net->finalize(ctx) == 0, "finalize");
+  printf("%s: %d failure(s)\n", pt_failures ? "FAILED" : "PASSED", pt_failures);
+  return pt_failures ? 1 : 0;
 }

@@ -1,21 +1,18 @@
-/* strand-ofi — provider choice, device discovery, per-device libfabric objects and progress.
+/* strand-ofi — the bottom layer over libfabric: provider choice, device discovery, the per-device
+ * fabric/domain/CQ/AV/endpoint, the address vector and error mapping. Calls only ofi_config.c.
  *
  * Provider: FI_PROVIDER (applied by libfabric itself) and/or STRAND_OFI_PROVIDER (our hint); with
  * neither, the first RDM+tagged provider fi_getinfo lists (libfabric orders by preference) that is
  * not loopback-only (shm, sm2) — a loopback-only one only when nothing else exists.
  * Devices: one per domain of that provider; the loopback interface only when it is all there is
- * or STRAND_OFI_DOMAINS names it.
- * Progress: everything is driven from the caller (test/isend/irecv/connect/accept), with a bounded
- * number of CQ reads per call, so providers with FI_PROGRESS_MANUAL work without a thread of ours. */
+ * or STRAND_OFI_DOMAINS names it. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,72 +21,7 @@
 #include "strand/topo.h"
 
 /* ------------------------------------------------------------------------------------------ */
-/* knobs                                                                                        */
-
-ofi_params_t ofi_params;
-
-static const strand_param_def_t ofi_param_defs[] = {
-    STRAND_PARAM_STRING("STRAND_OFI_PROVIDER", NULL, NULL,
-                        "libfabric provider to use, e.g. \"tcp;ofi_rxm\", sockets, efa, cxi, "
-                        "psm3, verbs;ofi_rxm (unset: FI_PROVIDER, else the best RDM provider)"),
-    STRAND_PARAM_STRING("STRAND_OFI_DOMAINS", NULL, NULL,
-                        "comma-separated libfabric domain names to use as devices (unset: every "
-                        "domain of the provider except loopback)"),
-    STRAND_PARAM_BOOL("STRAND_OFI_HMEM", NULL, true,
-                      "use FI_HMEM (GPU memory registration, NCCL_PTR_CUDA) when the provider "
-                      "offers it and libcuda is present"),
-    STRAND_PARAM_INT("STRAND_OFI_PROBE_MS", NULL, 1000, 10, 3600000,
-                     "a request waiting this long makes its comm probe the peer's endpoint"),
-    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 10, 1, 86400,
-                     "connect answers and liveness probes not taken within this fail the comm"),
-    STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
-                     "how long close waits for in-flight operations before leaving them to drain"),
-};
-
-static strand_result_t copy_string_param(const char *name, char *out, size_t outlen) {
-  const char *v = NULL;
-  strand_result_t r = strand_param_get_string(name, &v);
-  if (r != STRAND_SUCCESS) return r;
-  out[0] = '\0';
-  if (!v) return STRAND_SUCCESS;
-  if (strlen(v) >= outlen) {
-    STRAND_WARN("%s is longer than %zu characters", name, outlen - 1);
-    return STRAND_INVALID_USAGE;
-  }
-  snprintf(out, outlen, "%s", v);
-  return STRAND_SUCCESS;
-}
-
-strand_result_t ofi_params_load(void) {
-  strand_result_t r = strand_params_register(ofi_param_defs, STRAND_PARAM_COUNT(ofi_param_defs));
-  if (r != STRAND_SUCCESS) return r;
-  strand_params_check_unknown("STRAND_OFI_");
-  r = strand_params_validate();
-  if (r != STRAND_SUCCESS) return r;
-  bool hmem = true;
-  int64_t probe = 0, timeout = 0, drain = 0;
-  if ((r = copy_string_param("STRAND_OFI_PROVIDER", ofi_params.provider,
-                             sizeof ofi_params.provider)) != STRAND_SUCCESS ||
-      (r = copy_string_param("STRAND_OFI_DOMAINS", ofi_params.domains,
-                             sizeof ofi_params.domains)) != STRAND_SUCCESS ||
-      (r = strand_param_get_bool("STRAND_OFI_HMEM", &hmem)) != STRAND_SUCCESS ||
-      (r = strand_param_get_int("STRAND_OFI_PROBE_MS", &probe)) != STRAND_SUCCESS ||
-      (r = strand_param_get_int("STRAND_OFI_PEER_TIMEOUT_S", &timeout)) != STRAND_SUCCESS ||
-      (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS)
-    return r;
-  ofi_params.hmem = hmem;
-  ofi_params.probe_ms = (long)probe;
-  ofi_params.peer_timeout_ms = (long)timeout * 1000;
-  ofi_params.close_drain_ms = (long)drain;
-  strand_params_dump();
-  return STRAND_SUCCESS;
-}
-
-uint64_t ofi_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+/* error mapping                                                                                */
 
 strand_result_t ofi_errno_result(int err) {
   if (err < 0) err = -err;
@@ -297,7 +229,9 @@ static strand_result_t discover(void) {
   return STRAND_SUCCESS;
 }
 
-strand_result_t ofi_fabric_init(void) {
+/* Idempotent: discovery runs once per process; later calls (a new init after the last finalize
+ * closed the endpoints) find the same devices, which reopen lazily. */
+strand_result_t ofi_devs_init(void) {
   pthread_mutex_lock(&fabric_lock);
   strand_result_t r = STRAND_SUCCESS;
   if (!fabric_ready) {
@@ -344,21 +278,6 @@ void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen) {
   }
 }
 
-static void *ctrl_buf_base(ofi_dev_t *d, size_t *len) {
-  *len = sizeof(ofi_ctrl_recv_t) * OFI_CTRL_RECVS + sizeof(ofi_ctrl_send_t) * OFI_CTRL_SENDS;
-  return d->ctrl_recv;
-}
-
-static int post_ctrl_recv(ofi_dev_t *d, int k) {
-  ofi_ctrl_recv_t *r = &d->ctrl_recv[k];
-  r->op.kind = OFI_OP_CTRL_RECV;
-  ssize_t rc = fi_trecv(d->ep, &r->msg, OFI_CTRL_MSG_SIZE, d->ctrl_desc, FI_ADDR_UNSPEC,
-                        OFI_TAG_CTRL, 0, &r->op.fi_ctx);
-  d->ctrl_recv_posted[k] = rc == 0;
-  if (rc != 0) d->ctrl_recv_short = true;
-  return (int)rc;
-}
-
 #define OFI_CHECK(call, what)                                                                      \
   do {                                                                                             \
     int rc_ = (int)(call);                                                                         \
@@ -370,8 +289,6 @@ static int post_ctrl_recv(ofi_dev_t *d, int k) {
   } while (0)
 
 strand_result_t ofi_dev_open(ofi_dev_t *d) {
-  if (d->open) return STRAND_SUCCESS;
-  if (d->open_failed) return STRAND_SYSTEM_ERROR;
   struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
   struct fi_av_attr av_attr = {.type = d->info->domain_attr->av_type};
   OFI_CHECK(fi_fabric(d->info->fabric_attr, &d->fabric, NULL), "fi_fabric");
@@ -390,84 +307,31 @@ strand_result_t ofi_dev_open(ofi_dev_t *d) {
     goto fail;
   }
   ofi_addr_str(d->ep_name, d->ep_name_len, d->ep_str, sizeof d->ep_str);
-
-  /* Control buffers: one allocation, one registration when the domain wants local MRs. */
-  size_t len = sizeof(ofi_ctrl_recv_t) * OFI_CTRL_RECVS + sizeof(ofi_ctrl_send_t) * OFI_CTRL_SENDS;
-  void *mem = NULL;
-  if (posix_memalign(&mem, 4096, len) != 0) goto fail;
-  memset(mem, 0, len);
-  d->ctrl_recv = mem;
-  d->ctrl_send = (ofi_ctrl_send_t *)((char *)mem + sizeof(ofi_ctrl_recv_t) * OFI_CTRL_RECVS);
-  for (int k = 0; k < OFI_CTRL_SENDS; k++) {
-    d->ctrl_send[k].index = k;
-    d->ctrl_send[k].op.kind = OFI_OP_CTRL_SEND;
-  }
-  if (d->mr_mode & FI_MR_LOCAL) {
-    size_t blen;
-    void *base = ctrl_buf_base(d, &blen);
-    uint64_t key = (d->mr_mode & FI_MR_PROV_KEY) ? 0 : ++d->next_key;
-    OFI_CHECK(fi_mr_reg(d->domain, base, blen, FI_SEND | FI_RECV, 0, key, 0, &d->ctrl_mr, NULL),
-              "fi_mr_reg(control buffers)");
-    if (d->mr_mode & FI_MR_ENDPOINT) {
-      OFI_CHECK(fi_mr_bind(d->ctrl_mr, &d->ep->fid, 0), "fi_mr_bind(control buffers)");
-      OFI_CHECK(fi_mr_enable(d->ctrl_mr), "fi_mr_enable(control buffers)");
-    }
-    d->ctrl_desc = fi_mr_desc(d->ctrl_mr);
-  }
   d->next_id = (uint32_t)(ofi_now_ms() & 0xffff) + 1; /* ids differ across restarts */
-  for (int k = 0; k < OFI_CTRL_RECVS; k++) post_ctrl_recv(d, k);
-  d->open = true;
-  STRAND_INFO(STRAND_SUBSYS_NET, "device %d (%s) endpoint %s ready", d->index, d->name, d->ep_str);
   return STRAND_SUCCESS;
 fail:
-  if (d->ctrl_mr) fi_close(&d->ctrl_mr->fid);
+  ofi_dev_close(d);
+  return STRAND_SYSTEM_ERROR;
+}
+
+void ofi_dev_close_ep(ofi_dev_t *d) {
   if (d->ep) fi_close(&d->ep->fid);
+  d->ep = NULL;
+}
+
+void ofi_dev_close(ofi_dev_t *d) {
+  ofi_dev_close_ep(d);
   if (d->av) fi_close(&d->av->fid);
   if (d->cq) fi_close(&d->cq->fid);
   if (d->domain) fi_close(&d->domain->fid);
   if (d->fabric) fi_close(&d->fabric->fid);
-  free(d->ctrl_recv);
-  d->ctrl_mr = NULL, d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
-  d->ctrl_recv = NULL, d->ctrl_send = NULL;
-  d->open_failed = true;
-  return STRAND_SYSTEM_ERROR;
-}
-
-static void dev_close(ofi_dev_t *d) {
-  pthread_mutex_lock(&d->lock);
-  if (d->open) {
-    /* Closing the endpoint discards every operation still posted, so the contexts of draining
-     * comms can be freed afterwards. */
-    fi_close(&d->ep->fid);
-    while (d->comms) ofi_comm_free(d->comms);
-    while (d->listens) {
-      ofi_listen_t *l = d->listens;
-      d->listens = l->next;
-      free(l);
-    }
-    ofi_mr_cache_clear(d);
-    if (d->ctrl_mr) fi_close(&d->ctrl_mr->fid);
-    fi_close(&d->av->fid);
-    fi_close(&d->cq->fid);
-    fi_close(&d->domain->fid);
-    fi_close(&d->fabric->fid);
-    free(d->ctrl_recv);
-    while (d->av_cache) {
-      ofi_av_entry_t *e = d->av_cache;
-      d->av_cache = e->next;
-      free(e);
-    }
-    d->ctrl_mr = NULL, d->ep = NULL, d->av = NULL, d->cq = NULL, d->domain = NULL;
-    d->fabric = NULL, d->ctrl_recv = NULL, d->ctrl_send = NULL;
-    d->open = false;
+  while (d->av_cache) {
+    ofi_av_entry_t *e = d->av_cache;
+    d->av_cache = e->next;
+    free(e);
   }
-  pthread_mutex_unlock(&d->lock);
-}
-
-void ofi_devs_close_all(void) {
-  pthread_mutex_lock(&fabric_lock);
-  for (int k = 0; k < ndevs; k++) dev_close(&devs[k]);
-  pthread_mutex_unlock(&fabric_lock);
+  d->av = NULL, d->cq = NULL, d->domain = NULL, d->fabric = NULL;
+  d->open = false;
 }
 
 uint32_t ofi_dev_alloc_id(ofi_dev_t *d) {
@@ -519,7 +383,7 @@ bool ofi_errno_is_connection_loss(int err) {
          err == FI_ECONNABORTED || err == FI_ESHUTDOWN || err == EPIPE || err == FI_EHOSTUNREACH;
 }
 
-void ofi_peer_broken(ofi_dev_t *d, fi_addr_t peer, const char *why) {
+void ofi_av_forget(ofi_dev_t *d, fi_addr_t peer, const char *why) {
   for (ofi_av_entry_t **p = &d->av_cache; *p; p = &(*p)->next) {
     ofi_av_entry_t *e = *p;
     if (e->addr != peer) continue;
@@ -531,149 +395,5 @@ void ofi_peer_broken(ofi_dev_t *d, fi_addr_t peer, const char *why) {
     free(e);
     break;
   }
-  for (ofi_comm_t *c = d->comms; c; c = c->next)
-    if (c->peer == peer && c->state != OFI_CONN_FAILED)
-      ofi_comm_fail(c, STRAND_REMOTE_ERROR, "the provider's connection to the peer broke: %s", why);
   fi_av_remove(d->av, &peer, 1, 0);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* control messages                                                                             */
-
-static void post_ctrl_send(ofi_dev_t *d, ofi_ctrl_send_t *cs) {
-  ssize_t rc = fi_tsend(d->ep, &cs->msg, sizeof cs->msg, d->ctrl_desc, cs->dest, OFI_TAG_CTRL,
-                        &cs->op.fi_ctx);
-  if (rc == 0) {
-    cs->posted = true;
-  } else if (rc == -FI_EAGAIN) {
-    d->ctrl_unposted = true;
-  } else {
-    char err[160];
-    snprintf(err, sizeof err, "fi_tsend: %s", fi_strerror((int)-rc));
-    cs->busy = false;
-    ofi_conn_ctrl_sent(d, cs, (int)-rc, err);
-  }
-}
-
-int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
-                  uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
-                  size_t name_len) {
-  ofi_ctrl_send_t *cs = NULL;
-  for (int k = 0; k < OFI_CTRL_SENDS && !cs; k++)
-    if (!d->ctrl_send[k].busy) cs = &d->ctrl_send[k];
-  if (!cs) return -FI_EAGAIN;
-  memset(&cs->msg, 0, sizeof cs->msg);
-  cs->busy = true;
-  cs->posted = false;
-  cs->dest = dest;
-  cs->owner_comm = owner_comm;
-  cs->attempts = 1;
-  cs->msg.magic = OFI_CTRL_MAGIC;
-  cs->msg.version = OFI_CTRL_VERSION;
-  cs->msg.kind = kind;
-  cs->msg.dst_id = dst_id;
-  cs->msg.src_id = src_id;
-  cs->msg.nonce = nonce;
-  cs->msg.arg = arg;
-  if (name && name_len <= OFI_NAME_MAX) {
-    cs->msg.name_len = (uint16_t)name_len;
-    memcpy(cs->msg.name, name, name_len);
-  }
-  if (owner_comm) {
-    ofi_comm_t *c = ofi_dev_find_comm(d, owner_comm);
-    if (c) c->outstanding++;
-  }
-  post_ctrl_send(d, cs);
-  return 0;
-}
-
-int ofi_ctrl_resend(ofi_dev_t *d, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt) {
-  ofi_ctrl_send_t *cs = NULL;
-  for (int k = 0; k < OFI_CTRL_SENDS && !cs; k++)
-    if (!d->ctrl_send[k].busy) cs = &d->ctrl_send[k];
-  if (!cs) return -FI_EAGAIN;
-  cs->msg = *msg;
-  cs->busy = true;
-  cs->posted = false;
-  cs->dest = dest;
-  cs->owner_comm = 0;
-  cs->attempts = attempt;
-  post_ctrl_send(d, cs);
-  return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* progress                                                                                     */
-
-static void dispatch(ofi_dev_t *d, ofi_op_t *op, size_t len, int err, size_t olen,
-                     const char *errstr) {
-  switch (op->kind) {
-    case OFI_OP_DATA:
-      ofi_xfer_complete(d, (ofi_sub_t *)op, len, err, olen, errstr);
-      break;
-    case OFI_OP_CTRL_RECV: {
-      ofi_ctrl_recv_t *r = (ofi_ctrl_recv_t *)op;
-      int k = (int)(r - d->ctrl_recv);
-      d->ctrl_recv_posted[k] = 0;
-      if (err == 0) {
-        ofi_conn_handle_ctrl(d, &r->msg, len);
-      } else if (err != FI_ECANCELED) {
-        STRAND_WARN("control message on %s dropped: %s (a peer sent something that is not a "
-                 "strand-ofi control message, %zu bytes too long)",
-                 d->name, errstr, olen);
-      }
-      if (d->open) post_ctrl_recv(d, k);
-      break;
-    }
-    case OFI_OP_CTRL_SEND: {
-      ofi_ctrl_send_t *cs = (ofi_ctrl_send_t *)op;
-      cs->busy = false;
-      cs->posted = false;
-      ofi_conn_ctrl_sent(d, cs, err, errstr);
-      break;
-    }
-    default:
-      STRAND_WARN("completion with an unknown context on %s ignored", d->name);
-  }
-}
-
-void ofi_progress(ofi_dev_t *d) {
-  if (!d->open) return;
-  struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
-  for (int b = 0; b < OFI_CQ_MAX_BATCHES; b++) {
-    ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
-    if (n > 0) {
-      for (ssize_t k = 0; k < n; k++)
-        if (e[k].op_context) dispatch(d, e[k].op_context, e[k].len, 0, 0, NULL);
-      if (n < OFI_CQ_BATCH) break;
-    } else if (n == -FI_EAVAIL) {
-      struct fi_cq_err_entry ee;
-      memset(&ee, 0, sizeof ee);
-      if (fi_cq_readerr(d->cq, &ee, 0) != 1) break;
-      char buf[256];
-      const char *ps = fi_cq_strerror(d->cq, ee.prov_errno, ee.err_data, buf, sizeof buf);
-      char errstr[400];
-      snprintf(errstr, sizeof errstr, "%s (provider %s: %s)", fi_strerror(ee.err), chosen_provider,
-               ps ? ps : "no detail");
-      if (ee.op_context) {
-        dispatch(d, ee.op_context, ee.len, ee.err ? ee.err : FI_EOTHER, ee.olen, errstr);
-      } else {
-        STRAND_WARN("completion error without context on %s: %s", d->name, errstr);
-      }
-    } else {
-      if (n != -FI_EAGAIN)
-        STRAND_WARN("fi_cq_read on %s failed: %s", d->name, fi_strerror((int)-n));
-      break;
-    }
-  }
-  if (d->ctrl_unposted) {
-    d->ctrl_unposted = false;
-    for (int k = 0; k < OFI_CTRL_SENDS; k++)
-      if (d->ctrl_send[k].busy && !d->ctrl_send[k].posted) post_ctrl_send(d, &d->ctrl_send[k]);
-  }
-  if (d->ctrl_recv_short) {
-    d->ctrl_recv_short = false;
-    for (int k = 0; k < OFI_CTRL_RECVS; k++)
-      if (!d->ctrl_recv_posted[k]) post_ctrl_recv(d, k);
-  }
 }

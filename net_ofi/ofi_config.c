@@ -1,0 +1,73 @@
+/* strand-ofi — the STRAND_OFI_* parameters (SDK parameter registry, documented in
+ * docs/plugins/ofi.md and docs/configuration.md) and the clock every other file reads. The bottom
+ * of the plugin: calls nothing of ours. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofi.h"
+
+ofi_params_t ofi_params;
+
+static const strand_param_def_t ofi_param_defs[] = {
+    STRAND_PARAM_STRING("STRAND_OFI_PROVIDER", NULL, NULL,
+                        "libfabric provider to use, e.g. \"tcp;ofi_rxm\", sockets, efa, cxi, "
+                        "psm3, verbs;ofi_rxm (unset: FI_PROVIDER, else the best RDM provider)"),
+    STRAND_PARAM_STRING("STRAND_OFI_DOMAINS", NULL, NULL,
+                        "comma-separated libfabric domain names to use as devices (unset: every "
+                        "domain of the provider except loopback)"),
+    STRAND_PARAM_BOOL("STRAND_OFI_HMEM", NULL, true,
+                      "use FI_HMEM (GPU memory registration, NCCL_PTR_CUDA) when the provider "
+                      "offers it and libcuda is present"),
+    STRAND_PARAM_INT("STRAND_OFI_PROBE_MS", NULL, 1000, 10, 3600000,
+                     "a request waiting this long makes its comm probe the peer's endpoint"),
+    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 10, 1, 86400,
+                     "connect answers and liveness probes not taken within this fail the comm"),
+    STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
+                     "how long close waits for in-flight operations before leaving them to drain"),
+};
+
+static strand_result_t copy_string_param(const char *name, char *out, size_t outlen) {
+  const char *v = NULL;
+  strand_result_t r = strand_param_get_string(name, &v);
+  if (r != STRAND_SUCCESS) return r;
+  out[0] = '\0';
+  if (!v) return STRAND_SUCCESS;
+  if (strlen(v) >= outlen) {
+    STRAND_WARN("%s is longer than %zu characters", name, outlen - 1);
+    return STRAND_INVALID_USAGE;
+  }
+  snprintf(out, outlen, "%s", v);
+  return STRAND_SUCCESS;
+}
+
+strand_result_t ofi_params_load(void) {
+  strand_result_t r = strand_params_register(ofi_param_defs, STRAND_PARAM_COUNT(ofi_param_defs));
+  if (r != STRAND_SUCCESS) return r;
+  strand_params_check_unknown("STRAND_OFI_");
+  r = strand_params_validate();
+  if (r != STRAND_SUCCESS) return r;
+  bool hmem = true;
+  int64_t probe = 0, timeout = 0, drain = 0;
+  if ((r = copy_string_param("STRAND_OFI_PROVIDER", ofi_params.provider,
+                             sizeof ofi_params.provider)) != STRAND_SUCCESS ||
+      (r = copy_string_param("STRAND_OFI_DOMAINS", ofi_params.domains,
+                             sizeof ofi_params.domains)) != STRAND_SUCCESS ||
+      (r = strand_param_get_bool("STRAND_OFI_HMEM", &hmem)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_PROBE_MS", &probe)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_PEER_TIMEOUT_S", &timeout)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS)
+    return r;
+  ofi_params.hmem = hmem;
+  ofi_params.probe_ms = (long)probe;
+  ofi_params.peer_timeout_ms = (long)timeout * 1000;
+  ofi_params.close_drain_ms = (long)drain;
+  strand_params_dump();
+  return STRAND_SUCCESS;
+}
+
+uint64_t ofi_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
