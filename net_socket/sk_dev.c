@@ -38,7 +38,7 @@ static void log_setup(void) {
     char a[STRAND_SOCKADDR_STRLEN];
     const sk_dev_t *d = sk_device(i);
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
-                "NET/strand-socket: dev %d %s %s, speed %d Mb/s%s, NUMA %d, pci %s", i,
+                "dev %d %s %s, speed %d Mb/s%s, NUMA %d, pci %s", i,
                 d->netif.name, strand_sockaddr_to_string(&d->netif.addr, a, sizeof a),
                 d->speed_mbps, d->speed_known ? "" : " (not in sysfs: assumed)", d->numa_node,
                 d->pci_path ? d->pci_path : "none (virtual)");
@@ -47,7 +47,7 @@ static void log_setup(void) {
   if (cfg->zc_threshold > 0)
     snprintf(zc, sizeof zc, "zero-copy chunks >= %zu B", cfg->zc_threshold);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
-              "NET/strand-socket: using %d worker threads (%s), %d data streams per connection "
+              "using %d worker threads (%s), %d data streams per connection "
               "(%s), inline <= %zu B, chunks >= %zu B, %s, %d CPUs",
               cfg->nthreads, cfg->nthreads_src, cfg->nstreams, cfg->nstreams_src,
               cfg->inline_max, cfg->min_chunk, zc, strand_topo_num_cpus());

@@ -184,7 +184,8 @@ void strand_log_write(strand_log_level_t level, unsigned long subsys_flags, cons
 
   strand_logger_t logger = atomic_load(&g_logger);
   if (logger != NULL) {
-    if (prefix[0]) logger(level, subsys_flags, file, line, "%s: %s", prefix, msg);
+    /* NCCL's own transports write "NET/Socket : ...", "NET/IB : ..."; ours read the same. */
+    if (prefix[0]) logger(level, subsys_flags, file, line, "NET/%s : %s", prefix, msg);
     else logger(level, subsys_flags, file, line, "%s", msg);
     return;
   }

@@ -105,7 +105,7 @@ static void test_forward_to_nccl_logger(void **state) {
   assert_string_equal(g_cap[0].file, __FILE__);
   assert_int_equal(g_cap[0].line, line);
   assert_string_equal(g_cap[0].msg,
-                      "strand-socket: connect to 10.0.0.2:5000 failed: Connection refused");
+                      "NET/strand-socket : connect to 10.0.0.2:5000 failed: Connection refused");
   assert_true(strand_log_get_logger() == capture_logger);
   char buf[64];
   assert_string_equal(strand_log_get_prefix(buf, sizeof(buf)), "strand-socket");
@@ -134,8 +134,8 @@ static void test_filter(void **state) {
   assert_int_equal(atomic_load(&g_ncap), 2);
   assert_int_equal(g_cap[0].level, STRAND_LOG_INFO);
   assert_int_equal(g_cap[0].flags, STRAND_SUBSYS_NET);
-  assert_string_equal(g_cap[0].msg, "strand-test: net info 1");
-  assert_string_equal(g_cap[1].msg, "strand-test: either bit");
+  assert_string_equal(g_cap[0].msg, "NET/strand-test : net info 1");
+  assert_string_equal(g_cap[1].msg, "NET/strand-test : either bit");
 
   strand_log_set_filter(STRAND_LOG_TRACE, STRAND_SUBSYS_ALL);
   STRAND_TRACE(STRAND_SUBSYS_P2P, "now traced");
@@ -228,7 +228,7 @@ static void test_truncation(void **state) {
   big[sizeof(big) - 1] = '\0';
   STRAND_WARN("%s", big);
   assert_int_equal(atomic_load(&g_ncap), 1);
-  const char *msg = g_cap[0].msg + strlen("strand-test: ");
+  const char *msg = g_cap[0].msg + strlen("NET/strand-test : ");
   assert_int_equal(strlen(msg), STRAND_LOG_MAX_MESSAGE - 1);
   assert_string_equal(msg + strlen(msg) - 3, "...");
   /* Long prefixes are cut, not overflowed. */
@@ -250,7 +250,7 @@ static void check_logger(strand_log_level_t level, unsigned long flags, const ch
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   /* The prefix is always one of the two whole values, never a mix. */
-  if (strncmp(msg, "alpha: m", 8) != 0 && strncmp(msg, "beta-longer: m", 14) != 0)
+  if (strncmp(msg, "NET/alpha : m", 13) != 0 && strncmp(msg, "NET/beta-longer : m", 19) != 0)
     atomic_fetch_add(&g_bad, 1);
   atomic_fetch_add(&g_ncap, 1);
 }

@@ -300,7 +300,7 @@ static void test_dump(void **state) {
   int i = find_line("STRAND_TEST_LABEL=plain (default)", NULL, NULL);
   assert_true(i >= 0);
   assert_int_equal(g_levels[i], STRAND_LOG_INFO);
-  assert_string_equal(g_lines[i], "strand-test: STRAND_TEST_LABEL=plain (default)");
+  assert_string_equal(g_lines[i], "NET/strand-test : STRAND_TEST_LABEL=plain (default)");
 }
 
 static void test_unknown_variables(void **state) {

@@ -2,7 +2,8 @@
  *
  * A plugin calls strand_log_init(logger) from its init with the ncclDebugLogger_t that NCCL handed
  * it (NULL is allowed). From then on STRAND_WARN / STRAND_INFO / STRAND_TRACE go to NCCL, which
- * prints them in its own format, prefixed here with the plugin name ("strand-socket: ...").
+ * prints them in its own format, prefixed here in the style of NCCL's own transports with the
+ * plugin name ("NET/strand-socket : ...", as NCCL writes "NET/Socket : ...").
  *
  * Without an NCCL logger (standalone tools such as strand-conform, unit tests, or before init),
  * messages go to stderr in the shape "host:pid:tid [prefix] LEVEL message" (WARN and TRACE add
