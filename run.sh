@@ -12,8 +12,9 @@ cd "$(dirname "$(readlink -f "$0")")"
 BUILD_DIR=${STRAND_BUILD_DIR:-build}
 # Debian packages the build and the tests need. Optional parts (libfabric, verbs headers) are
 # listed too: on a machine where they cannot be installed, meson skips those parts and says so.
+# debhelper, dpkg-dev and lintian: the Debian package build test (tests/packaging/debian_packages.sh).
 PACKAGES=(gcc pkg-config meson ninja-build python3 libcmocka-dev libfabric-dev libfabric-bin
-          libibverbs-dev iproute2 binutils procps)
+          libibverbs-dev iproute2 binutils procps debhelper dpkg-dev lintian)
 
 ensure_packages() {
   local missing=()
