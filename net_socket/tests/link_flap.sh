@@ -8,7 +8,8 @@
 #  1. ride-through: default STRAND_SOCKET_PEER_TIMEOUT_S (30); the link is down for 5 s; every
 #     message must still arrive intact on both ends.
 #  2. give-up: STRAND_SOCKET_PEER_TIMEOUT_S=3; the link goes down for 8 s; both ends must get
-#     STRAND_REMOTE_ERROR from test() within 3 + 4 s of the link going down, while it is still down.
+#     STRAND_REMOTE_ERROR from test() within 3 + 4 s of the link going down, while it is still down;
+#     the same with the deprecated STRAND_SOCKET_TIMEOUT_MS=3000.
 # Exit status: 0 both passed, 1 a check failed, 77 (meson "skip") when this cannot run here: not
 # root, or `ip netns` unavailable. Everything is removed on exit (trap).
 set -u
@@ -128,6 +129,8 @@ run() {
 run ride-through 60 5 0
 LIMIT=7
 run give-up 400 8 1 STRAND_SOCKET_PEER_TIMEOUT_S=3
+# the deprecated millisecond name still sets the same bound
+run give-up-deprecated-ms 400 8 1 STRAND_SOCKET_TIMEOUT_MS=3000
 
 [ $FAILED -eq 0 ] && echo "link flap: all passed"
 exit $FAILED
