@@ -63,7 +63,8 @@ typedef struct {
   size_t inline_max;       /* messages up to this size ride on the control stream */
   size_t min_chunk;        /* smallest chunk a message is cut into */
   int sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF, <= 0 = OS default */
-  int timeout_ms;          /* TCP_USER_TIMEOUT and keepalive bound for a silent peer */
+  int timeout_ms;          /* STRAND_SOCKET_PEER_TIMEOUT_S: TCP_USER_TIMEOUT and keepalive bound
+                            * for a silent or unreachable peer (link flaps shorter are ridden) */
   int connect_timeout_ms;  /* connect retries (refused, unreachable) give up after this */
   bool numa_pin;           /* pin workers to the NIC's NUMA node */
   bool yield;              /* sched_yield() in test() while a request is not done */
@@ -235,6 +236,11 @@ void sk_stream_release(sk_stream_t *s); /* hands back chunks the kernel no longe
 static inline bool sk_stream_zc_pending(const sk_stream_t *s) { return s->zc_next != s->zc_done; }
 void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* STRAND_REMOTE_ERROR for errno values that mean the peer is gone or unreachable (reset, broken
+ * pipe, TCP_USER_TIMEOUT / keepalive expiry, no route), STRAND_SYSTEM_ERROR otherwise. */
+strand_result_t sk_errno_result(int err);
+/* What to check for that errno ("" when nothing specific), appended to comm error messages. */
+const char *sk_errno_hint(int err);
 
 /* ---------------------------------------------------------------------------------------------
  * sk_zerocopy.c: asks the kernel for SO_ZEROCOPY on a send stream (set-up), and reads the stream's

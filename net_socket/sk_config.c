@@ -62,9 +62,13 @@ static const strand_param_def_t sk_params[] = {
                      "SO_SNDBUF of every stream in bytes (-1 = OS autotuning)"),
     STRAND_PARAM_INT("STRAND_SOCKET_RCVBUF", "NCCL_SOCKET_RCVBUF", -1, -1, 1LL << 30,
                      "SO_RCVBUF of every stream in bytes (-1 = OS autotuning)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_PEER_TIMEOUT_S", NULL, 30, 1, 3600,
+                     "seconds a connection may stay silent or unreachable (a peer that died "
+                     "without FIN/RST, a link flap) before the comm fails with a remote error "
+                     "(TCP_USER_TIMEOUT, keepalive); flaps shorter than this are ridden through"),
     STRAND_PARAM_INT("STRAND_SOCKET_TIMEOUT_MS", NULL, 30000, 1000, 3600000,
-                     "a silent peer (no FIN/RST) is declared dead after this long "
-                     "(TCP_USER_TIMEOUT, keepalive)"),
+                     "deprecated: STRAND_SOCKET_PEER_TIMEOUT_S in milliseconds, used only when "
+                     "that is not set"),
     STRAND_PARAM_INT("STRAND_SOCKET_CONNECT_TIMEOUT_MS", NULL, 10000, 100, 600000,
                      "connect gives up (error) after this long when the peer refuses or does not "
                      "answer: its listener is closed or its process is dead"),
@@ -119,6 +123,28 @@ static int auto_streams(int nthreads, int speed_mbps, bool speed_known) {
   return s;
 }
 
+/* STRAND_SOCKET_PEER_TIMEOUT_S, or its deprecated predecessor STRAND_SOCKET_TIMEOUT_MS (another
+ * unit, so the registry's alias cannot carry it): the old name still works, with a WARN. */
+static strand_result_t peer_timeout(sk_config_t *cfg) {
+  int64_t s = 0, ms = 0;
+  bool env_s = false, env_ms = false;
+  strand_result_t rc = get_int("STRAND_SOCKET_PEER_TIMEOUT_S", &s, &env_s);
+  if (rc == STRAND_SUCCESS) rc = get_int("STRAND_SOCKET_TIMEOUT_MS", &ms, &env_ms);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (env_ms && env_s) {
+    STRAND_WARN("STRAND_SOCKET_TIMEOUT_MS=%lld is deprecated and ignored: "
+                "STRAND_SOCKET_PEER_TIMEOUT_S=%lld is set too", (long long)ms, (long long)s);
+  } else if (env_ms) {
+    STRAND_WARN("STRAND_SOCKET_TIMEOUT_MS is deprecated; use STRAND_SOCKET_PEER_TIMEOUT_S=%lld "
+                "(seconds) instead (honouring %lld ms for now)",
+                (long long)((ms + 999) / 1000), (long long)ms);
+    cfg->timeout_ms = (int)ms;
+    return STRAND_SUCCESS;
+  }
+  cfg->timeout_ms = (int)(s * 1000);
+  return STRAND_SUCCESS;
+}
+
 strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   sk_config_t *cfg = &g.cfg;
   strand_result_t rc = strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
@@ -162,8 +188,7 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   cfg->sndbuf = (int)v;
   if ((rc = get_int("STRAND_SOCKET_RCVBUF", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->rcvbuf = (int)v;
-  if ((rc = get_int("STRAND_SOCKET_TIMEOUT_MS", &v, NULL)) != STRAND_SUCCESS) return rc;
-  cfg->timeout_ms = (int)v;
+  if ((rc = peer_timeout(cfg)) != STRAND_SUCCESS) return rc;
   if ((rc = get_int("STRAND_SOCKET_CONNECT_TIMEOUT_MS", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->connect_timeout_ms = (int)v;
   bool env_yield = false;

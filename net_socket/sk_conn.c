@@ -36,13 +36,54 @@ typedef struct {
   sk_group_t groups[SK_ACCEPT_GROUPS];
 } sk_listen_t;
 
-typedef struct {
+typedef struct sk_connecting {
+  uint64_t key; /* what the handle carries between connect() calls */
   int dev;
   int traffic_class;
   int total;
   strand_sock_connect_t c[1 + SK_MAX_STREAMS];
   int fds[1 + SK_MAX_STREAMS];
+  struct sk_connecting *next;
 } sk_connecting_t;
+
+/* Live connect states, found by the random key the handle carries: the handle is peer data, so
+ * it never holds a pointer. A key nobody registered (forged, stale, copied from another rank)
+ * finds nothing and the call starts a fresh connect. */
+static pthread_mutex_t connecting_lock = PTHREAD_MUTEX_INITIALIZER;
+static sk_connecting_t *connecting_head;
+
+static void connecting_register(sk_connecting_t *st) {
+  pthread_mutex_lock(&connecting_lock);
+  st->next = connecting_head;
+  connecting_head = st;
+  pthread_mutex_unlock(&connecting_lock);
+}
+
+/* Takes the state with this key out of the table (the caller owns it until it registers it
+ * again), or NULL. */
+static sk_connecting_t *connecting_take(uint64_t key, int dev) {
+  if (key == 0) return NULL;
+  pthread_mutex_lock(&connecting_lock);
+  sk_connecting_t **pp = &connecting_head, *st = NULL;
+  for (; *pp != NULL; pp = &(*pp)->next) {
+    if ((*pp)->key == key && (*pp)->dev == dev) {
+      st = *pp;
+      *pp = st->next;
+      st->next = NULL;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&connecting_lock);
+  return st;
+}
+
+/* Only codes a plugin may return (spec §2.1: 0..6): the SDK's STRAND_TIMEOUT means the peer never
+ * answered, i.e. a dead or unreachable peer. */
+static strand_result_t abi_result(strand_result_t rc) {
+  if (rc == STRAND_TIMEOUT) return STRAND_REMOTE_ERROR;
+  if (rc < STRAND_SUCCESS || rc > STRAND_REMOTE_ERROR) return STRAND_INTERNAL_ERROR;
+  return rc;
+}
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -150,7 +191,7 @@ strand_result_t sk_listen(void *ctx, int dev, void *handle, void **listenComm) {
   strand_result_t rc = strand_sock_listen(&lc->l, &addr, SK_MAGIC, &o);
   if (rc != STRAND_SUCCESS) {
     free(lc);
-    return rc;
+    return abi_result(rc);
   }
   sk_handle_t h;
   memset(&h, 0, sizeof h);
@@ -185,9 +226,7 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
                 (unsigned long long)h.magic);
     return STRAND_INVALID_ARGUMENT;
   }
-  sk_connecting_t *st = NULL;
-  if (h.stage != 0 && (h.stage ^ SK_STAGE_KEY) == h.stage_check)
-    st = (sk_connecting_t *)(uintptr_t)h.stage;
+  sk_connecting_t *st = connecting_take(h.conn_key, dev);
   if (st == NULL) {
     sk_ctx_t *x = ctx;
     st = calloc(1, sizeof *st);
@@ -197,9 +236,10 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
     st->total = 1 + sk_config()->nstreams;
     uint64_t conn_id = 0;
     strand_result_t rc = strand_sock_random_u64(&conn_id);
+    if (rc == STRAND_SUCCESS) rc = strand_sock_random_u64(&st->key);
     if (rc != STRAND_SUCCESS) {
       free(st);
-      return rc;
+      return abi_result(rc);
     }
     strand_sock_opts_t o;
     sock_opts(st->traffic_class, &o);
@@ -216,11 +256,10 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
       rc = strand_sock_connect_start(&st->c[i], &h.addr, SK_MAGIC, h.nonce, &p, &o);
       if (rc != STRAND_SUCCESS) {
         connecting_free(st);
-        return rc;
+        return abi_result(rc);
       }
     }
-    h.stage = (uint64_t)(uintptr_t)st;
-    h.stage_check = h.stage ^ SK_STAGE_KEY;
+    h.conn_key = st->key;
     memcpy(handle, &h, sizeof h);
   }
   int done = 0;
@@ -228,13 +267,19 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
     if (st->fds[i] < 0) {
       strand_sock_status_t ss = strand_sock_connect_progress(&st->c[i], &st->fds[i]);
       if (ss == STRAND_SOCK_ERROR) {
-        strand_result_t rc = st->c[i].result != STRAND_SUCCESS ? st->c[i].result
-                                                               : STRAND_SYSTEM_ERROR;
+        strand_result_t rc = abi_result(st->c[i].result != STRAND_SUCCESS ? st->c[i].result
+                                                                          : STRAND_SYSTEM_ERROR);
         char a[STRAND_SOCKADDR_STRLEN];
-        STRAND_WARN("connect to %s: stream %d of %d failed; check that the peer is alive and "
-                    "that NCCL_SOCKET_IFNAME selects an interface it can reach",
-                    strand_sockaddr_to_string(&h.addr, a, sizeof a), i, st->total);
-        h.stage = h.stage_check = 0;
+        STRAND_WARN("connect to %s: stream %d of %d failed (%s); %s",
+                    strand_sockaddr_to_string(&h.addr, a, sizeof a), i, st->total,
+                    rc == STRAND_INVALID_ARGUMENT ? "the listener refused the handle"
+                                                  : "the peer did not answer",
+                    rc == STRAND_INVALID_ARGUMENT
+                        ? "check that the handle reached this rank unchanged and that its "
+                          "listener is still open (a stale handle from an earlier listener?)"
+                        : "check that the peer is alive and that NCCL_SOCKET_IFNAME selects an "
+                          "interface it can reach");
+        h.conn_key = 0;
         memcpy(handle, &h, sizeof h);
         connecting_free(st);
         return rc;
@@ -243,14 +288,17 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
     }
     if (st->fds[i] >= 0) done++;
   }
-  if (done < st->total) return STRAND_SUCCESS;
-  h.stage = h.stage_check = 0;
+  if (done < st->total) {
+    connecting_register(st);
+    return STRAND_SUCCESS;
+  }
+  h.conn_key = 0;
   memcpy(handle, &h, sizeof h);
   sk_comm_t *c = NULL;
   strand_result_t rc = build_comm(SK_COMM_SEND, st->dev, st->fds, st->total, &h.addr, &c);
   for (int i = 0; i < st->total; i++) st->fds[i] = -1; /* owned by the comm (or closed) now */
   connecting_free(st);
-  if (rc != STRAND_SUCCESS) return rc;
+  if (rc != STRAND_SUCCESS) return abi_result(rc);
   *sendComm = c;
   return STRAND_SUCCESS;
 }
@@ -272,8 +320,8 @@ strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t
     strand_sockaddr_t peer;
     strand_sock_status_t ss = strand_sock_accept_progress(&lc->l, &fd, &p, &peer);
     if (ss == STRAND_SOCK_IN_PROGRESS) break;
-    if (ss == STRAND_SOCK_ERROR) return lc->l.result != STRAND_SUCCESS ? lc->l.result
-                                                                       : STRAND_SYSTEM_ERROR;
+    if (ss == STRAND_SOCK_ERROR)
+      return abi_result(lc->l.result != STRAND_SUCCESS ? lc->l.result : STRAND_SYSTEM_ERROR);
     char a[STRAND_SOCKADDR_STRLEN];
     strand_sockaddr_to_string(&peer, a, sizeof a);
     if (p.stream_type < 2 || p.stream_type > 1 + SK_MAX_STREAMS || p.stream_index >= p.stream_type ||
@@ -324,7 +372,7 @@ strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t
     sk_comm_t *c = NULL;
     strand_result_t rc = build_comm(SK_COMM_RECV, lc->dev, g->fds, g->total, &g->peer, &c);
     memset(g, 0, sizeof *g);
-    if (rc != STRAND_SUCCESS) return rc;
+    if (rc != STRAND_SUCCESS) return abi_result(rc);
     *recvComm = c;
     return STRAND_SUCCESS;
   }

@@ -1,8 +1,13 @@
 /* strand-socket — memory registration. TCP needs none: a handle only records the range, and
- * only host memory is accepted (NCCL stages GPU buffers through host memory for this transport). */
+ * only host memory is accepted (NCCL stages GPU buffers through host memory for this transport).
+ *
+ * Every handle given out is recorded in a set of live registrations, and deregMr asks the set
+ * before it touches a handle: a second deregMr of the same handle, or a pointer regMr never gave
+ * out, is refused with a WARN and STRAND_INVALID_ARGUMENT without being read or freed. */
 #include <stdlib.h>
 
 #include "sk.h"
+#include "strand/handle_set.h"
 #include "strand/log.h"
 
 typedef struct {
@@ -10,6 +15,8 @@ typedef struct {
   void *data;
   size_t size;
 } sk_mr_t;
+
+static strand_handle_set_t live_mrs = STRAND_HANDLE_SET_INIT;
 
 strand_result_t sk_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
   if (mhandle == NULL) return STRAND_INVALID_ARGUMENT;
@@ -22,12 +29,25 @@ strand_result_t sk_reg_mr(void *comm, void *data, size_t size, int type, void **
   sk_mr_t *mr = malloc(sizeof *mr);
   if (mr == NULL) return STRAND_SYSTEM_ERROR;
   *mr = (sk_mr_t){comm, data, size};
+  strand_result_t rc = strand_handle_set_add(&live_mrs, mr);
+  if (rc != STRAND_SUCCESS) {
+    STRAND_WARN("regMr: could not record the registration of %zu bytes at %p (out of memory)",
+                size, data);
+    free(mr);
+    return STRAND_SYSTEM_ERROR;
+  }
   *mhandle = mr;
   return STRAND_SUCCESS;
 }
 
 strand_result_t sk_dereg_mr(void *comm, void *mhandle) {
-  (void)comm;
+  if (mhandle == NULL) return STRAND_SUCCESS; /* nothing registered, nothing to release */
+  if (!strand_handle_set_remove(&live_mrs, mhandle)) {
+    STRAND_WARN("deregMr(comm %p): mhandle %p is not a live strand-socket registration (already "
+                "deregistered, or never returned by regMr); left untouched. Check for a double "
+                "deregMr or a handle passed to the wrong plugin", comm, mhandle);
+    return STRAND_INVALID_ARGUMENT;
+  }
   free(mhandle);
   return STRAND_SUCCESS;
 }

@@ -46,9 +46,18 @@ void sk_comm_set_error(sk_comm_t *c, strand_result_t rc, const char *fmt, ...) {
   atomic_store_explicit(&c->error, (int)rc, memory_order_release);
 }
 
-static strand_result_t errno_result(int err) {
+const char *sk_errno_hint(int err) {
+  if (err == ETIMEDOUT)
+    return "; nothing was acknowledged for STRAND_SOCKET_PEER_TIMEOUT_S: the peer host is down or "
+           "the link was down longer than that (raise it to ride out longer flaps)";
+  if (err == EHOSTUNREACH || err == ENETUNREACH || err == ENETDOWN || err == EHOSTDOWN)
+    return "; the route to the peer is gone: check the link and NCCL_SOCKET_IFNAME";
+  return "";
+}
+
+strand_result_t sk_errno_result(int err) {
   return (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED ||
-          err == EHOSTUNREACH || err == ENETUNREACH)
+          err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN || err == ENETDOWN)
              ? STRAND_REMOTE_ERROR
              : STRAND_SYSTEM_ERROR;
 }
@@ -121,9 +130,9 @@ bool sk_stream_send(sk_stream_t *s, bool *progress, bool *blocked) {
         break;
       }
       int err = errno;
-      sk_comm_set_error(s->comm, errno_result(err),
+      sk_comm_set_error(s->comm, sk_errno_result(err),
                         "send on data stream %d to %s failed: %s (peer process gone or network "
-                        "down?)", s->index, s->comm->peer, strerror(err));
+                        "down?)%s", s->index, s->comm->peer, strerror(err), sk_errno_hint(err));
       return false;
     }
     *progress = true;
@@ -184,8 +193,8 @@ static bool recv_failed(sk_stream_t *s, ssize_t n, const char *what) {
                       "or closed the connection early)", s->comm->peer, s->index, what);
   } else {
     int err = errno;
-    sk_comm_set_error(s->comm, errno_result(err), "receive on data stream %d from %s failed: %s",
-                      s->index, s->comm->peer, strerror(err));
+    sk_comm_set_error(s->comm, sk_errno_result(err), "receive on data stream %d from %s failed: %s%s",
+                      s->index, s->comm->peer, strerror(err), sk_errno_hint(err));
   }
   return false;
 }

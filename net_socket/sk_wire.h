@@ -53,17 +53,20 @@ _Static_assert(sizeof(sk_send_hdr_t) == 16, "wire");
 _Static_assert(sizeof(sk_err_msg_t) == 24, "wire");
 _Static_assert(sizeof(sk_chunk_hdr_t) == 16, "wire");
 
-/* The listen handle (<= NCCL_NET_HANDLE_MAXSIZE). The sender side keeps a pointer to its connect
- * state in `stage` between connect() retries (core passes the same buffer every time). */
+/* The listen handle (<= NCCL_NET_HANDLE_MAXSIZE). Everything in it came from a peer (or from
+ * anything that wrote the core's buffer) and is checked, never trusted: magic here, the address
+ * by socket_conn, the nonce by the listener (its verdict fails connect). The connecting side keeps
+ * the key of its connect state in `conn_key` between connect() calls (the core passes the same
+ * buffer every time); the key is looked up in a table of live connect states and never used as an
+ * address, so a forged or stale value only starts a fresh connect. */
 typedef struct {
   uint64_t magic;
   strand_sockaddr_t addr;
   uint32_t pad;
   uint64_t nonce;
-  uint64_t stage;       /* sk_connecting_t* on the connecting side; 0 as produced by listen */
-  uint64_t stage_check; /* stage ^ SK_STAGE_KEY: a stale or foreign value is never dereferenced */
+  uint64_t conn_key; /* 0 as produced by listen */
+  uint64_t reserved;
 } sk_handle_t;
 _Static_assert(sizeof(sk_handle_t) <= STRAND_NET_HANDLE_MAXSIZE, "handle too large");
-#define SK_STAGE_KEY 0x9e3779b97f4a7c15ULL
 
 #endif

@@ -53,9 +53,9 @@ static bool tx_reserve(sk_comm_t *c, size_t more) {
 }
 
 static void ctrl_write_failed(sk_comm_t *c, int err) {
-  sk_comm_set_error(c, (err == EPIPE || err == ECONNRESET) ? STRAND_REMOTE_ERROR
-                                                            : STRAND_SYSTEM_ERROR,
-                    "send on the control stream failed: %s (peer process gone?)", strerror(err));
+  sk_comm_set_error(c, sk_errno_result(err),
+                    "send on the control stream failed: %s (peer process gone?)%s", strerror(err),
+                    sk_errno_hint(err));
 }
 
 static bool ctrl_flush(sk_comm_t *c) {
@@ -238,10 +238,9 @@ static bool ctrl_poll(sk_comm_t *c) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
       int err = errno;
-      sk_comm_set_error(c, (err == ECONNRESET || err == ETIMEDOUT) ? STRAND_REMOTE_ERROR
-                                                                   : STRAND_SYSTEM_ERROR,
+      sk_comm_set_error(c, sk_errno_result(err),
                         "receive on the control stream failed: %s (peer process gone or "
-                        "network down?)", strerror(err));
+                        "network down?)%s", strerror(err), sk_errno_hint(err));
       return false;
     }
     size_t space = c->rx_cap - c->rx_len;

@@ -3,7 +3,10 @@
  * unless a case needs a second process.
  *
  *   socket_smoke PLUGIN.so [case]     cases: props, transfer, group, window, oversize, stranger,
- *                                             peer_death_recv, peer_death_send, all (default)
+ *                                             peer_death_recv, peer_death_send, all (default);
+ *                                             hostile = strangers_flood, forged_handle,
+ *                                             closed_listener, dereg_misuse (issue 14);
+ *   socket_smoke PLUGIN.so flap_recv|flap_send DIR ROUNDS   one end of link_flap.sh
  *
  * Every wait is bounded (SMOKE_TIMEOUT_S); exit status 0 only if every case passed. */
 #include <arpa/inet.h>
@@ -386,6 +389,287 @@ static int case_stranger(void) {
   return 0;
 }
 
+/* ---- hostile traffic and misuse (issue 14); run with STRAND_SOCKET_CONNECT_TIMEOUT_MS short ---- */
+
+/* Offsets in the handle strand-socket's listen writes (sk_wire.h): magic, address, nonce. */
+enum { H_MAGIC = 0, H_ADDR = 8, H_NONCE = 40, H_AFTER_NONCE = 48 };
+
+static bool abi_result(int r) { return r >= STRAND_SUCCESS && r <= STRAND_REMOTE_ERROR; }
+
+static int count_fds(void) {
+  int n = 0;
+  char path[64];
+  for (int fd = 0; fd < 4096; fd++) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (access(path, F_OK) == 0) n++;
+  }
+  return n;
+}
+
+/* 100 silent strangers and 20 sending garbage on the listen port: a real connect/accept still
+ * completes in < 2 s, and once they leave the listener holds no descriptor for them. */
+static int case_strangers_flood(void) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL;
+  PT_CHECK(net->listen(ctx, 0, handle, &lc) == STRAND_SUCCESS, "listen");
+  int baseline = count_fds();
+  enum { SILENT = 100, GARBAGE = 20 };
+  int s[SILENT + GARBAGE];
+  for (int i = 0; i < SILENT + GARBAGE; i++) {
+    s[i] = raw_connect(handle);
+    PT_CHECK(s[i] >= 0, "raw connect %d: %s", i, strerror(errno));
+    if (i >= SILENT) PT_CHECK(write(s[i], "\x17garbage\x03\x01\x00", 11) == 11, "write");
+  }
+  void *rc_ = NULL, *sc = NULL;
+  for (int k = 0; k < 20; k++) { /* the listener meets them before the real peer comes */
+    PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS && rc_ == NULL, "accept");
+    usleep(2000);
+  }
+  double t0 = pt_now_s();
+  while (!sc || !rc_) {
+    if (!sc) PT_CHECK(net->connect(ctx, 0, handle, &sc, NULL) == STRAND_SUCCESS, "connect");
+    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept");
+    PT_CHECK(pt_now_s() - t0 < 10, "real connection not up in 10 s beside strangers");
+  }
+  double took = pt_now_s() - t0;
+  printf("  real connect/accept beside %d strangers: %.3f s\n", SILENT + GARBAGE, took);
+  PT_CHECK(took < 2.0, "real connect/accept took %.2f s beside strangers", took);
+  unsigned char sb[3000], rb[3000];
+  pt_fill(sb, sizeof sb, 5);
+  void *reqs[2] = {NULL, NULL}, *d = rb;
+  size_t posted = sizeof rb;
+  int tag = 0;
+  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &reqs[1]) == STRAND_SUCCESS, "irecv");
+  PT_CHECK(post_send(sc, sb, sizeof sb, 0, NULL, &reqs[0]) == 0, "isend");
+  if (wait_reqs(reqs, NULL, 2)) return -1;
+  PT_CHECK(pt_verify(rb, sizeof rb, 5) < 0, "data beside strangers");
+  net->closeSend(sc);
+  net->closeRecv(rc_);
+  /* the connection's own descriptors are gone; now the strangers leave */
+  for (int i = 0; i < SILENT + GARBAGE; i++) close(s[i]);
+  int n = count_fds();
+  t0 = pt_now_s();
+  while (n != baseline && pt_now_s() - t0 < 5) {
+    void *none = NULL;
+    PT_CHECK(net->accept(lc, &none, NULL) == STRAND_SUCCESS && none == NULL, "accept");
+    usleep(5000);
+    n = count_fds();
+  }
+  printf("  descriptors: %d before the strangers, %d after they left\n", baseline, n);
+  PT_CHECK(n == baseline, "listener still holds %d descriptors after the strangers left",
+           n - baseline);
+  PT_CHECK(net->closeListen(lc) == STRAND_SUCCESS, "closeListen");
+  return 0;
+}
+
+/* connect with `handle` until it errs; it must never hand out a comm, never take longer than
+ * bound_s, and return a code the ABI defines. Returns the code, or -1 after a failed check. */
+static int connect_must_fail(void *handle, double bound_s, const char *what) {
+  double t0 = pt_now_s();
+  for (;;) {
+    void *sc = NULL;
+    double c0 = pt_now_s();
+    strand_result_t r = net->connect(ctx, 0, handle, &sc, NULL);
+    PT_CHECK(pt_now_s() - c0 < 1.0, "%s: connect blocked %.2f s", what, pt_now_s() - c0);
+    if (r != STRAND_SUCCESS) {
+      PT_CHECK(sc == NULL, "%s: connect failed but handed out a comm", what);
+      PT_CHECK(abi_result(r), "%s: connect returned %d, not an ncclResult_t a plugin returns",
+               what, r);
+      printf("  %s: connect returned %d after %.2f s\n", what, r, pt_now_s() - t0);
+      return (int)r;
+    }
+    if (sc != NULL) {
+      net->closeSend(sc);
+      PT_CHECK(false, "%s: connect succeeded", what);
+    }
+    PT_CHECK(pt_now_s() - t0 < bound_s, "%s: connect neither failed nor succeeded in %.0f s", what,
+             bound_s);
+    usleep(1000);
+  }
+}
+
+/* Forged, zeroed, truncated and wrong-nonce handles: connect fails (never crashes, never succeeds)
+ * while the real listener keeps polling accept, within the connect bound. */
+static int case_forged_handle(void) {
+  char good[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL;
+  PT_CHECK(net->listen(ctx, 0, good, &lc) == STRAND_SUCCESS, "listen");
+  char h[STRAND_NET_HANDLE_MAXSIZE];
+  srand(1234);
+  for (size_t i = 0; i < sizeof h; i++) h[i] = (char)rand();
+  PT_CHECK(connect_must_fail(h, 5, "random bytes") >= 0, "random");
+  memset(h, 0, sizeof h);
+  PT_CHECK(connect_must_fail(h, 5, "zeroed handle") >= 0, "zeroed");
+  memcpy(h, good, sizeof h); /* truncated: magic and address survive, the rest is gone */
+  memset(h + H_NONCE, 0, sizeof h - H_NONCE);
+  PT_CHECK(connect_must_fail(h, 5, "truncated handle") >= 0, "truncated");
+  memcpy(h, good, sizeof h); /* the old guard: a pointer with its XOR check, pointing nowhere */
+  uint64_t fake = 0x10, key = 0x9e3779b97f4a7c15ULL, check = fake ^ key;
+  memcpy(h + H_AFTER_NONCE, &fake, 8);
+  memcpy(h + H_AFTER_NONCE + 8, &check, 8);
+  uint64_t bad_nonce;
+  memcpy(&bad_nonce, good + H_NONCE, 8);
+  bad_nonce ^= 0x5a5a;
+  memcpy(h + H_NONCE, &bad_nonce, 8);
+  /* wrong nonce on a live listener: only the listener can tell, so poll it meanwhile */
+  double t0 = pt_now_s();
+  int r = -1;
+  for (;;) {
+    void *sc = NULL, *rc_ = NULL;
+    strand_result_t cr = net->connect(ctx, 0, h, &sc, NULL);
+    PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS && rc_ == NULL,
+             "accept handed out a comm for a forged handle");
+    PT_CHECK(sc == NULL, "forged handle (wrong nonce, forged pointer): connect succeeded");
+    if (cr != STRAND_SUCCESS) {
+      r = (int)cr;
+      break;
+    }
+    PT_CHECK(pt_now_s() - t0 < 5, "wrong nonce: connect neither failed nor succeeded in 5 s");
+    usleep(1000);
+  }
+  printf("  wrong nonce + forged pointer: connect returned %d after %.2f s\n", r, pt_now_s() - t0);
+  PT_CHECK(abi_result(r), "wrong nonce: connect returned %d", r);
+  /* the listener still works for the real handle */
+  void *sc = NULL, *rc_ = NULL;
+  t0 = pt_now_s();
+  while (!sc || !rc_) {
+    if (!sc) PT_CHECK(net->connect(ctx, 0, good, &sc, NULL) == STRAND_SUCCESS, "connect");
+    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept");
+    PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "real connection after forged handles");
+  }
+  net->closeSend(sc);
+  net->closeRecv(rc_);
+  net->closeListen(lc);
+  return 0;
+}
+
+/* A listener that is gone: connect ends, within the connect timeout (+ slack), with
+ * STRAND_REMOTE_ERROR, a code the ABI defines. */
+static int case_closed_listener(void) {
+  char h[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL;
+  PT_CHECK(net->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  PT_CHECK(net->closeListen(lc) == STRAND_SUCCESS, "closeListen");
+  const char *env = getenv("STRAND_SOCKET_CONNECT_TIMEOUT_MS");
+  double bound = (env ? atof(env) / 1000.0 : 10.0) + 3.0;
+  int r = connect_must_fail(h, bound, "closed listener");
+  PT_CHECK(r == STRAND_REMOTE_ERROR, "connect to a closed listener returned %d, want %d "
+           "(STRAND_REMOTE_ERROR)", r, STRAND_REMOTE_ERROR);
+  return 0;
+}
+
+/* deregMr twice, and deregMr of pointers regMr never gave out: refused, never a crash. */
+static int case_dereg_misuse(void) {
+  void *sc, *rc_;
+  if (connect_pair(&sc, &rc_)) return -1;
+  static unsigned char buf[4096];
+  void *mh = NULL;
+  PT_CHECK(net->regMr(sc, buf, sizeof buf, STRAND_PTR_HOST, &mh) == STRAND_SUCCESS && mh, "regMr");
+  PT_CHECK(net->deregMr(sc, mh) == STRAND_SUCCESS, "first deregMr");
+  int r = net->deregMr(sc, mh);
+  PT_CHECK(r == STRAND_INVALID_ARGUMENT, "second deregMr returned %d, want %d", r,
+           STRAND_INVALID_ARGUMENT);
+  uint64_t junk[4] = {0xdeadbeef, 1, 2, 3};
+  r = net->deregMr(sc, junk);
+  PT_CHECK(r == STRAND_INVALID_ARGUMENT, "deregMr of a foreign pointer returned %d", r);
+  r = net->deregMr(sc, (void *)(uintptr_t)0x10);
+  PT_CHECK(r == STRAND_INVALID_ARGUMENT, "deregMr of a garbage pointer returned %d", r);
+  /* a live registration is still fine afterwards */
+  PT_CHECK(net->regMr(rc_, buf, sizeof buf, STRAND_PTR_HOST, &mh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->deregMr(rc_, mh) == STRAND_SUCCESS, "deregMr");
+  net->closeSend(sc);
+  net->closeRecv(rc_);
+  return 0;
+}
+
+/* ---- link flap across two network namespaces (driven by link_flap.sh) -------------------------
+ *   socket_smoke PLUGIN flap_recv DIR ROUNDS   listens, publishes the handle in DIR/handle,
+ *                                              accepts, receives ROUNDS messages
+ *   socket_smoke PLUGIN flap_send DIR ROUNDS   reads DIR/handle, connects, sends ROUNDS messages
+ * One 1 MiB message per round (data streams, not inline), 50 ms apart, each verified by content.
+ * With FLAP_EXPECT_ERROR=1 the run passes only if test() fails with STRAND_REMOTE_ERROR (the link
+ * stayed down longer than STRAND_SOCKET_PEER_TIMEOUT_S); otherwise every round must arrive intact.
+ * DIR/connected appears once the comm is up, for the script to time the flap. */
+enum { FLAP_MSG = 1 << 20 };
+
+static int flap_run(bool sender, const char *dir, int rounds) {
+  char path[512], tmp[512];
+  unsigned char handle[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *comm = NULL;
+  bool expect_error = getenv("FLAP_EXPECT_ERROR") && atoi(getenv("FLAP_EXPECT_ERROR")) == 1;
+  snprintf(path, sizeof path, "%s/handle", dir);
+  double t0 = pt_now_s();
+  if (!sender) {
+    PT_CHECK(net->listen(ctx, 0, handle, &lc) == STRAND_SUCCESS, "listen");
+    snprintf(tmp, sizeof tmp, "%s/handle.tmp", dir);
+    FILE *f = fopen(tmp, "wb");
+    PT_CHECK(f && fwrite(handle, sizeof handle, 1, f) == 1 && fclose(f) == 0, "write handle");
+    PT_CHECK(rename(tmp, path) == 0, "rename handle");
+    while (!comm) {
+      PT_CHECK(net->accept(lc, &comm, NULL) == STRAND_SUCCESS, "accept");
+      PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "no connection in %d s", SMOKE_TIMEOUT_S);
+      if (!comm) usleep(1000);
+    }
+  } else {
+    FILE *f = NULL;
+    while (!(f = fopen(path, "rb"))) {
+      PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "no handle in %d s", SMOKE_TIMEOUT_S);
+      usleep(10000);
+    }
+    PT_CHECK(fread(handle, sizeof handle, 1, f) == 1, "read handle");
+    fclose(f);
+    while (!comm) {
+      PT_CHECK(net->connect(ctx, 0, handle, &comm, NULL) == STRAND_SUCCESS, "connect");
+      PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "not connected in %d s", SMOKE_TIMEOUT_S);
+      if (!comm) usleep(1000);
+    }
+    snprintf(path, sizeof path, "%s/connected", dir);
+    FILE *m = fopen(path, "w");
+    if (m) fclose(m);
+  }
+  unsigned char *buf = malloc(FLAP_MSG);
+  PT_CHECK(buf != NULL, "malloc");
+  for (int i = 0; i < rounds; i++) {
+    void *req = NULL;
+    if (sender) {
+      pt_fill(buf, FLAP_MSG, (unsigned)i + 100);
+      strand_result_t r = STRAND_SUCCESS;
+      double s0 = pt_now_s();
+      while (req == NULL && r == STRAND_SUCCESS && pt_now_s() - s0 < 60)
+        r = net->isend(comm, buf, FLAP_MSG, 1, NULL, NULL, &req);
+      if (r == STRAND_SUCCESS && req == NULL) r = (strand_result_t)PT_TIMEOUT;
+      if (r == STRAND_SUCCESS) r = (strand_result_t)pt_wait(&pn, req, NULL, 60);
+      if (r != STRAND_SUCCESS) {
+        printf("flap_send: round %d: error %d after %.2f s\n", i, r, pt_now_s() - t0);
+        PT_CHECK(expect_error && r == STRAND_REMOTE_ERROR, "send round %d returned %d", i, r);
+        return 0;
+      }
+    } else {
+      memset(buf, 0, FLAP_MSG);
+      void *d = buf;
+      size_t posted = FLAP_MSG;
+      int tag = 1, sizes[1] = {0};
+      strand_result_t r = net->irecv(comm, 1, &d, &posted, &tag, NULL, NULL, &req);
+      if (r == STRAND_SUCCESS && req == NULL) r = STRAND_INTERNAL_ERROR;
+      if (r == STRAND_SUCCESS) r = (strand_result_t)pt_wait(&pn, req, sizes, 60);
+      if (r != STRAND_SUCCESS) {
+        printf("flap_recv: round %d: error %d after %.2f s\n", i, r, pt_now_s() - t0);
+        PT_CHECK(expect_error && r == STRAND_REMOTE_ERROR, "recv round %d returned %d", i, r);
+        return 0;
+      }
+      PT_CHECK(sizes[0] == FLAP_MSG, "round %d: %d bytes", i, sizes[0]);
+      long bad = pt_verify(buf, FLAP_MSG, (unsigned)i + 100);
+      PT_CHECK(bad < 0, "round %d: byte %ld differs", i, bad);
+    }
+    usleep(50000);
+  }
+  printf("%s: %d rounds intact in %.2f s\n", sender ? "flap_send" : "flap_recv", rounds,
+         pt_now_s() - t0);
+  PT_CHECK(!expect_error, "every round succeeded although the link stayed down past the timeout");
+  free(buf);
+  return 0;
+}
+
 /* Peer death: a child process connects and dies in the middle of a 64 MiB message. The surviving
  * side must get an error from test (not hang) within SMOKE_TIMEOUT_S. `child_sends` picks which
  * side the child plays. Called before the parent initialises the plugin (fork and threads). */
@@ -544,15 +828,35 @@ int main(int argc, char **argv) {
     fprintf(stderr, "init failed\n");
     return 1;
   }
+  /* The "hostile" cases are not in "all": they want a short STRAND_SOCKET_CONNECT_TIMEOUT_MS
+   * (meson.build runs them as smoke-hostile). */
+  bool hostile = strcmp(which, "hostile") == 0;
   struct {
     const char *name;
     int (*fn)(void);
-  } cases[] = {{"props", case_props},       {"transfer", case_transfer},
-               {"group", case_group},       {"window", case_window},
-               {"reuse", case_reuse},
-               {"oversize", case_oversize}, {"stranger", case_stranger}};
+    bool is_hostile;
+  } cases[] = {{"props", case_props, false},       {"transfer", case_transfer, false},
+               {"group", case_group, false},       {"window", case_window, false},
+               {"reuse", case_reuse, false},
+               {"oversize", case_oversize, false}, {"stranger", case_stranger, false},
+               {"strangers_flood", case_strangers_flood, true},
+               {"forged_handle", case_forged_handle, true},
+               {"closed_listener", case_closed_listener, true},
+               {"dereg_misuse", case_dereg_misuse, true}};
+  if (!strcmp(which, "flap_recv") || !strcmp(which, "flap_send")) {
+    if (argc < 5) {
+      fprintf(stderr, "usage: %s PLUGIN.so %s DIR ROUNDS\n", argv[0], which);
+      return 2;
+    }
+    int r = flap_run(!strcmp(which, "flap_send"), argv[3], atoi(argv[4]));
+    printf("%s %s\n", r == 0 && !pt_failures ? "ok" : "FAILED", which);
+    /* comms are left to process exit: after a flap the peer may be gone */
+    return r == 0 && !pt_failures ? 0 : 1;
+  }
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (!all && strcmp(which, cases[i].name)) continue;
+    bool pick = all ? !cases[i].is_hostile : hostile ? cases[i].is_hostile
+                                                     : strcmp(which, cases[i].name) == 0;
+    if (!pick) continue;
     double t0 = pt_now_s();
     int r = cases[i].fn();
     printf("%s %s (%.2f s)\n", r == 0 ? "ok" : "FAILED", cases[i].name, pt_now_s() - t0);

@@ -140,6 +140,11 @@ static void hello_decode_payload(const uint8_t *h, strand_sock_payload_t *pl) {
 /* ------------------------------------------------------------------------------------------ */
 /* Random                                                                                      */
 
+static void verdict_encode(uint8_t *v, uint32_t code) {
+  put_u32(v, STRAND_SOCK_VERDICT_TAG);
+  put_u32(v + 4, code);
+}
+
 strand_result_t strand_sock_random_u64(uint64_t *out) {
   if (out == NULL) return STRAND_INVALID_ARGUMENT;
   for (int tries = 0; tries < 16; tries++) {
@@ -324,9 +329,11 @@ static void reject(strand_sock_listener_t *l, strand_sock_pending_t *p, const ch
   pending_reset(p);
 }
 
-/* Reads more hello bytes from one pending connection and rejects it if it is not ours. */
+/* Reads more hello bytes from one pending connection and rejects it if it is not ours; once the
+ * hello is complete and valid, writes the "accepted" verdict. */
 static void pending_progress(strand_sock_listener_t *l, strand_sock_pending_t *p, uint64_t now) {
   char reason[200];
+  if (p->got == STRAND_SOCK_HELLO_BYTES) goto verdict;
   if (p->got < STRAND_SOCK_HELLO_BYTES) {
     strand_sock_status_t s =
         strand_sock_recv_some(p->fd, p->hello, STRAND_SOCK_HELLO_BYTES, &p->got);
@@ -354,6 +361,12 @@ static void pending_progress(strand_sock_listener_t *l, strand_sock_pending_t *p
   if (p->got >= HELLO_NONCE + 8) {
     uint64_t nonce = get_u64(p->hello + HELLO_NONCE);
     if (nonce != l->nonce) {
+      /* Our protocol with a stale or forged handle: tell the connector, so that its connect
+       * fails at once instead of retrying (best effort: a fresh socket has room for 8 bytes). */
+      uint8_t v[STRAND_SOCK_VERDICT_BYTES];
+      verdict_encode(v, STRAND_SOCK_VERDICT_WRONG_NONCE);
+      size_t off = 0;
+      (void)strand_sock_send_some(p->fd, v, sizeof(v), &off);
       snprintf(reason, sizeof(reason),
                "wrong nonce 0x%016" PRIx64 " (a connection meant for another or an earlier "
                "listener)",
@@ -362,11 +375,55 @@ static void pending_progress(strand_sock_listener_t *l, strand_sock_pending_t *p
       return;
     }
   }
-  if (p->got < STRAND_SOCK_HELLO_BYTES && now >= p->deadline_ns) {
-    snprintf(reason, sizeof(reason), "sent only %zu of %d hello bytes within %d ms", p->got,
-             STRAND_SOCK_HELLO_BYTES, l->opts.handshake_timeout_ms);
-    reject(l, p, reason);
+  if (p->got < STRAND_SOCK_HELLO_BYTES) {
+    if (now >= p->deadline_ns) {
+      snprintf(reason, sizeof(reason), "sent only %zu of %d hello bytes within %d ms", p->got,
+               STRAND_SOCK_HELLO_BYTES, l->opts.handshake_timeout_ms);
+      reject(l, p, reason);
+    }
+    return;
   }
+verdict:
+  if (p->verdict_sent < STRAND_SOCK_VERDICT_BYTES) {
+    uint8_t v[STRAND_SOCK_VERDICT_BYTES];
+    verdict_encode(v, STRAND_SOCK_VERDICT_ACCEPTED);
+    strand_sock_status_t s = strand_sock_send_some(p->fd, v, sizeof(v), &p->verdict_sent);
+    if (s == STRAND_SOCK_ERROR) {
+      snprintf(reason, sizeof(reason), "sending the verdict failed: %s (the peer left)",
+               strerror(errno));
+      reject(l, p, reason);
+    } else if (s != STRAND_SOCK_DONE && now >= p->deadline_ns) {
+      snprintf(reason, sizeof(reason), "the verdict could not be sent within %d ms",
+               l->opts.handshake_timeout_ms);
+      reject(l, p, reason);
+    }
+  }
+}
+
+/* The unverified pending connection that arrived first (NULL if every one is verified). */
+static strand_sock_pending_t *oldest_unverified(strand_sock_listener_t *l) {
+  strand_sock_pending_t *o = NULL;
+  for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++) {
+    strand_sock_pending_t *p = &l->pending[i];
+    if (p->fd < 0 || p->got == STRAND_SOCK_HELLO_BYTES) continue;
+    if (o == NULL || p->arrived_ns < o->arrived_ns) o = p;
+  }
+  return o;
+}
+
+/* A free slot; when the table is full, the oldest unverified connection makes room. */
+static strand_sock_pending_t *pending_slot(strand_sock_listener_t *l) {
+  for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++)
+    if (l->pending[i].fd < 0) return &l->pending[i];
+  strand_sock_pending_t *o = oldest_unverified(l);
+  if (o == NULL) return NULL;
+  char reason[160];
+  snprintf(reason, sizeof(reason),
+           "the listener holds %d connections in handshake; the oldest unverified one makes room",
+           STRAND_SOCK_MAX_PENDING);
+  l->evicted++;
+  reject(l, o, reason);
+  return o;
 }
 
 strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int *fd_out,
@@ -381,11 +438,12 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
   }
   uint64_t now = now_ns();
 
-  /* 1. Take queued connections into free slots. A full table leaves the rest in the kernel
-   *    backlog; slots free up as hellos complete or time out. */
-  for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++) {
-    strand_sock_pending_t *p = &l->pending[i];
-    if (p->fd >= 0) continue;
+  /* 1. Take what the kernel has queued (a bounded number per call, so a flood cannot make one
+   *    call long), reading each newcomer's hello at once: a real peer sends it right behind its
+   *    SYN, so it is verified in the call that accepts it, whatever else waits on the port. */
+  bool fresh[STRAND_SOCK_MAX_PENDING];
+  memset(fresh, 0, sizeof(fresh));
+  for (int n = 0; n < STRAND_SOCK_MAX_PENDING; n++) {
     strand_sockaddr_t peer;
     memset(&peer, 0, sizeof(peer));
     socklen_t plen = sizeof(peer);
@@ -396,9 +454,18 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
       /* A connection that died in the queue, or a signal: not the listener's fault. */
       if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == ENETDOWN ||
           err == ENOPROTOOPT || err == EHOSTDOWN || err == ENONET || err == EHOSTUNREACH ||
-          err == EOPNOTSUPP || err == ENETUNREACH || err == ETIMEDOUT) {
-        i--;
+          err == EOPNOTSUPP || err == ENETUNREACH || err == ETIMEDOUT)
         continue;
+      /* Out of descriptors: strangers must not turn that into a dead listener. Drop the oldest
+       * unverified connection and try again later; fail only when none is ours to drop. */
+      if ((err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) &&
+          oldest_unverified(l) != NULL) {
+        char reason[160];
+        snprintf(reason, sizeof(reason), "accept() ran out of resources (%s); the oldest "
+                 "unverified connection makes room", strerror(err));
+        l->evicted++;
+        reject(l, oldest_unverified(l), reason);
+        break;
       }
       STRAND_WARN("listener %s: accept() failed: %s; check the process file-descriptor limit "
                   "(ulimit -n) and memory",
@@ -406,20 +473,37 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
       l->result = STRAND_SYSTEM_ERROR;
       return STRAND_SOCK_ERROR;
     }
+    strand_sock_pending_t *p = pending_slot(l);
+    if (p == NULL) { /* every slot holds a verified connection waiting to be handed out */
+      char peer_text[STRAND_SOCKADDR_STRLEN];
+      STRAND_WARN("listener %s: dropped incoming connection from %s: %d verified connections "
+                  "wait to be handed out; call accept more often",
+                  strand_sockaddr_to_string(&l->addr, me, sizeof(me)),
+                  strand_sockaddr_to_string(&peer, peer_text, sizeof(peer_text)),
+                  STRAND_SOCK_MAX_PENDING);
+      close(fd);
+      l->rejected++;
+      break;
+    }
     p->fd = fd;
     p->peer = peer;
     p->got = 0;
+    p->verdict_sent = 0;
+    p->arrived_ns = now;
     p->deadline_ns = now + ms_to_ns(l->opts.handshake_timeout_ms);
+    pending_progress(l, p, now);
+    fresh[p - l->pending] = true;
   }
 
-  /* 2. Advance every pending hello; strangers are dropped one by one. */
+  /* 2. Advance every other pending hello; strangers are dropped one by one, each on its own
+   *    deadline, without delaying anyone else. */
   for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++)
-    if (l->pending[i].fd >= 0) pending_progress(l, &l->pending[i], now);
+    if (l->pending[i].fd >= 0 && !fresh[i]) pending_progress(l, &l->pending[i], now);
 
   /* 3. Hand out one validated connection. */
   for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++) {
     strand_sock_pending_t *p = &l->pending[i];
-    if (p->fd < 0 || p->got < STRAND_SOCK_HELLO_BYTES) continue;
+    if (p->fd < 0 || p->verdict_sent < STRAND_SOCK_VERDICT_BYTES) continue;
     (void)strand_sock_apply_opts(p->fd, p->peer.sa.sa_family, &l->opts);
     *fd_out = p->fd;
     if (payload_out != NULL) hello_decode_payload(p->hello, payload_out);
@@ -481,7 +565,7 @@ void strand_sock_listener_close(strand_sock_listener_t *l) {
 /* ------------------------------------------------------------------------------------------ */
 /* Connect                                                                                     */
 
-enum { C_IDLE = 0, C_CONNECTING, C_BACKOFF, C_HELLO, C_DONE, C_ERROR };
+enum { C_IDLE = 0, C_CONNECTING, C_BACKOFF, C_HELLO, C_VERDICT, C_DONE, C_ERROR };
 
 strand_result_t strand_sock_connect_start(strand_sock_connect_t *c, const strand_sockaddr_t *peer,
                                           uint64_t magic, uint64_t nonce,
@@ -496,6 +580,12 @@ strand_result_t strand_sock_connect_start(strand_sock_connect_t *c, const strand
   if (strand_sockaddr_len(peer) == 0 || strand_sockaddr_port(peer) <= 0) {
     STRAND_WARN("connect: peer address %s is not an IPv4/IPv6 address with a port; the connect "
                 "handle is probably corrupt",
+                strand_sockaddr_to_string(peer, text, sizeof(text)));
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (nonce == 0) {
+    STRAND_WARN("connect to %s: the handle carries no nonce (listeners never draw 0); the "
+                "connect handle is probably zeroed or truncated",
                 strand_sockaddr_to_string(peer, text, sizeof(text)));
     return STRAND_INVALID_ARGUMENT;
   }
@@ -575,6 +665,42 @@ static strand_sock_status_t connect_attempt(strand_sock_connect_t *c, uint64_t n
   return connect_fail(c, STRAND_SYSTEM_ERROR, err, "connect() failed");
 }
 
+/* Reads the listener's verdict on the hello. EOF or a reset before it is retried (the listener may
+ * have dropped us to make room, or be restarting); a refusal fails at once. The wait is bounded by
+ * the connect deadline, and at least by the handshake timeout after the hello went out. */
+static strand_sock_status_t connect_verdict(strand_sock_connect_t *c, int *fd_out, uint64_t now) {
+  strand_sock_status_t s =
+      strand_sock_recv_some(c->fd, c->verdict, STRAND_SOCK_VERDICT_BYTES, &c->verdict_got);
+  if (s == STRAND_SOCK_CLOSED || s == STRAND_SOCK_ERROR) {
+    int err = s == STRAND_SOCK_CLOSED ? ECONNRESET : errno;
+    c->sent = 0;
+    if (retryable(err)) return connect_retry(c, err, now);
+    return connect_fail(c, STRAND_SYSTEM_ERROR, err, "reading the listener's verdict failed");
+  }
+  if (s == STRAND_SOCK_DONE) {
+    uint32_t tag = get_u32(c->verdict), code = get_u32(c->verdict + 4);
+    if (tag == STRAND_SOCK_VERDICT_TAG && code == STRAND_SOCK_VERDICT_ACCEPTED) {
+      c->state = C_DONE;
+      *fd_out = c->fd;
+      return STRAND_SOCK_DONE;
+    }
+    if (tag == STRAND_SOCK_VERDICT_TAG && code == STRAND_SOCK_VERDICT_WRONG_NONCE)
+      return connect_fail(c, STRAND_INVALID_ARGUMENT, 0,
+                          "the listener refused the nonce: the connect handle is stale (the "
+                          "listener was closed and its port reused) or forged");
+    return connect_fail(c, STRAND_INVALID_ARGUMENT, 0,
+                        "the listener answered with something that is not a Strand verdict; "
+                        "the connect handle points at another service or another Strand version");
+  }
+  uint64_t limit = c->deadline_ns > c->handshake_deadline_ns ? c->deadline_ns
+                                                             : c->handshake_deadline_ns;
+  if (now >= limit)
+    return connect_fail(c, STRAND_TIMEOUT, ETIMEDOUT,
+                        "the listener accepted the TCP connection but gave no verdict on the "
+                        "hello in time (is its process polling accept?)");
+  return STRAND_SOCK_IN_PROGRESS;
+}
+
 strand_sock_status_t strand_sock_connect_progress(strand_sock_connect_t *c, int *fd_out) {
   if (c == NULL || fd_out == NULL) return STRAND_SOCK_ERROR;
   *fd_out = -1;
@@ -620,6 +746,8 @@ strand_sock_status_t strand_sock_connect_progress(strand_sock_connect_t *c, int 
   }
   case C_HELLO:
     break;
+  case C_VERDICT:
+    return connect_verdict(c, fd_out, now);
   default:
     return STRAND_SOCK_ERROR;
   }
@@ -627,13 +755,13 @@ strand_sock_status_t strand_sock_connect_progress(strand_sock_connect_t *c, int 
   /* C_HELLO */
   strand_sock_status_t s = strand_sock_send_some(c->fd, c->hello, STRAND_SOCK_HELLO_BYTES, &c->sent);
   if (s == STRAND_SOCK_DONE) {
-    c->state = C_DONE;
-    *fd_out = c->fd;
-    return STRAND_SOCK_DONE;
+    c->state = C_VERDICT;
+    c->verdict_got = 0;
+    return connect_verdict(c, fd_out, now);
   }
   if (s == STRAND_SOCK_ERROR) {
     int err = errno;
-    /* Only a hello that has not started can be retried: the acceptor drops partial ones. */
+    /* A retry starts a fresh connection and hello: the acceptor drops partial ones. */
     c->sent = 0;
     if (retryable(err)) return connect_retry(c, err, now);
     return connect_fail(c, STRAND_SYSTEM_ERROR, err, "sending the hello failed");
@@ -655,7 +783,7 @@ strand_result_t strand_sock_connect_wait(strand_sock_connect_t *c, int *fd_out) 
       int wait = remaining_ms(c->retry_at_ns);
       (void)poll(NULL, 0, wait < 1 ? 1 : (wait > 50 ? 50 : wait));
     } else if (c->fd >= 0) {
-      struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+      struct pollfd p = {.fd = c->fd, .events = c->state == C_VERDICT ? POLLIN : POLLOUT};
       (void)poll(&p, 1, 50);
     }
   }

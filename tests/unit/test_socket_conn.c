@@ -126,6 +126,7 @@ static void connect_and_accept(strand_sock_listener_t *l, const strand_sock_payl
   while ((*cfd < 0 || *afd < 0) && now_ms() < deadline) {
     if (*cfd < 0) {
       strand_sock_status_t s = timed_connect_progress(&c, cfd);
+      if (s == STRAND_SOCK_ERROR) fprintf(stderr, "%s", g_warn_text);
       assert_int_not_equal(s, STRAND_SOCK_ERROR);
     }
     if (*afd < 0) {
@@ -522,6 +523,19 @@ static void test_connect_retries_until_listener_appears(void **state) {
   strand_sock_listener_close(&l);
 }
 
+typedef struct {
+  strand_sock_listener_t *l;
+  int fd;
+  strand_result_t rc;
+  strand_sock_payload_t got;
+} accept_job_t;
+
+static void *accept_job(void *arg) {
+  accept_job_t *j = arg;
+  j->rc = strand_sock_accept_wait(j->l, 3000, &j->fd, &j->got, NULL);
+  return NULL;
+}
+
 static void test_accept_timeout_and_wait(void **state) {
   (void)state;
   strand_sock_listener_t l;
@@ -551,16 +565,21 @@ static void test_accept_timeout_and_wait(void **state) {
   assert_int_equal(strand_sock_accept_wait(&l, 100, &fd, NULL, NULL), STRAND_TIMEOUT);
   assert_true(now_ms() - t0 >= 95);
   assert_true(now_ms() - t0 < 5000);
-  /* and with a connection: connect_wait + accept_wait (the hello needs no reply, so sequential
-   * blocking calls in one thread work) */
+  /* and with a connection: connect_wait here, accept_wait in another thread (the connector waits
+   * for the listener's verdict, so the two must run concurrently) */
   strand_sock_connect_t c;
-  strand_sock_payload_t pl = {.stream_type = 4}, got;
+  strand_sock_payload_t pl = {.stream_type = 4};
   assert_int_equal(strand_sock_connect_start(&c, &l.addr, l.magic, l.nonce, &pl, &o),
                    STRAND_SUCCESS);
-  int cfd = -1, afd = -1;
+  int cfd = -1;
+  accept_job_t job = {.l = &l, .fd = -1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, accept_job, &job), 0);
   assert_int_equal(strand_sock_connect_wait(&c, &cfd), STRAND_SUCCESS);
-  assert_int_equal(strand_sock_accept_wait(&l, 3000, &afd, &got, NULL), STRAND_SUCCESS);
-  assert_int_equal(got.stream_type, 4);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(job.rc, STRAND_SUCCESS);
+  int afd = job.fd;
+  assert_int_equal(job.got.stream_type, 4);
   close(cfd);
   close(afd);
   strand_sock_listener_close(&l);
@@ -734,6 +753,174 @@ static void test_blocking_with_timeout(void **state) {
   close(sv[0]);
 }
 
+/* ---- hostile traffic (issue 14) -------------------------------------------------------------- */
+
+static int count_fds(void) {
+  int n = 0;
+  char path[64];
+  for (int fd = 0; fd < 65536 && fd < (int)sysconf(_SC_OPEN_MAX); fd++) {
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    if (access(path, F_OK) == 0) n++;
+  }
+  return n;
+}
+
+/* 100 silent connections and 20 sending garbage sit on the port; a real connect/accept must still
+ * complete at once (not after the strangers' handshake timeout), and once the strangers leave the
+ * listener holds no descriptor for them. */
+static void test_silent_strangers_do_not_delay_accept(void **state) {
+  (void)state;
+  strand_sock_listener_t l;
+  strand_sock_opts_t o = short_opts();
+  o.handshake_timeout_ms = 5000;
+  strand_sockaddr_t la = addr_of("127.0.0.1:0");
+  assert_int_equal(strand_sock_listen(&l, &la, 0, &o), STRAND_SUCCESS);
+  int baseline = count_fds();
+  enum { SILENT = 100, GARBAGE = 20 };
+  int s[SILENT + GARBAGE];
+  strand_sockaddr_t p;
+  for (int i = 0; i < SILENT + GARBAGE; i++) {
+    s[i] = raw_client(&l.addr, &p);
+    if (i >= SILENT) raw_send(s[i], "\x01\x02garbage-garbage", 17);
+  }
+  /* the listener sees them all before the real peer arrives */
+  for (int k = 0; k < 20; k++) {
+    int fd = -1;
+    assert_int_equal(timed_accept_progress(&l, &fd, NULL, NULL), STRAND_SOCK_IN_PROGRESS);
+    nap_ms(2);
+  }
+  double t0 = now_ms();
+  strand_sock_payload_t pl = {.conn_id = 77}, got;
+  int cfd, afd;
+  connect_and_accept(&l, &pl, &cfd, &afd, &got, NULL);
+  double took = now_ms() - t0;
+  print_message("real connect/accept beside %d strangers: %.0f ms\n", SILENT + GARBAGE, took);
+  assert_true(took < 2000);
+  assert_int_equal(got.conn_id, 77);
+  exchange(cfd, afd, 4096);
+  close(cfd);
+  close(afd);
+  /* strangers leave: the listener notices and keeps no descriptor for them */
+  for (int i = 0; i < SILENT + GARBAGE; i++) close(s[i]);
+  double deadline = now_ms() + 3000;
+  int n = count_fds();
+  while (n != baseline && now_ms() < deadline) {
+    int fd = -1;
+    (void)strand_sock_accept_progress(&l, &fd, NULL, NULL);
+    nap_ms(5);
+    n = count_fds();
+  }
+  print_message("descriptors: baseline %d, after strangers left %d\n", baseline, n);
+  assert_int_equal(n, baseline);
+  strand_sock_listener_close(&l);
+}
+
+/* Silent strangers that never leave are dropped after the handshake timeout: they cost no
+ * descriptor beyond it. */
+static void test_silent_strangers_dropped_after_timeout(void **state) {
+  (void)state;
+  strand_sock_listener_t l;
+  strand_sock_opts_t o = short_opts();
+  o.handshake_timeout_ms = 300;
+  strand_sockaddr_t la = addr_of("127.0.0.1:0");
+  assert_int_equal(strand_sock_listen(&l, &la, 0, &o), STRAND_SUCCESS);
+  int baseline = count_fds();
+  enum { N = 60 };
+  int s[N];
+  strand_sockaddr_t p;
+  for (int i = 0; i < N; i++) s[i] = raw_client(&l.addr, &p);
+  /* both the client ends (ours, N) and nothing else remain after the timeout */
+  double deadline = now_ms() + 3000;
+  while (l.rejected < N && now_ms() < deadline) {
+    int fd = -1;
+    assert_int_equal(timed_accept_progress(&l, &fd, NULL, NULL), STRAND_SOCK_IN_PROGRESS);
+    nap_ms(5);
+  }
+  assert_int_equal(l.rejected, N);
+  assert_int_equal(count_fds(), baseline + N);
+  for (int i = 0; i < N; i++) close(s[i]);
+  strand_sock_listener_close(&l);
+}
+
+/* Drives a connect (and the listener) until the connect finishes; returns its status. */
+static strand_sock_status_t connect_verdict(strand_sock_listener_t *l, uint64_t magic,
+                                            uint64_t nonce, strand_sock_connect_t *c, int *cfd) {
+  strand_sock_opts_t o = short_opts();
+  strand_sock_payload_t pl = {.conn_id = 9};
+  assert_int_equal(strand_sock_connect_start(c, &l->addr, magic, nonce, &pl, &o), STRAND_SUCCESS);
+  *cfd = -1;
+  strand_sock_status_t s = STRAND_SOCK_IN_PROGRESS;
+  double deadline = now_ms() + 5000;
+  while (s == STRAND_SOCK_IN_PROGRESS && now_ms() < deadline) {
+    s = timed_connect_progress(c, cfd);
+    int afd = -1;
+    if (timed_accept_progress(l, &afd, NULL, NULL) == STRAND_SOCK_DONE) close(afd);
+    nap_ms(1);
+  }
+  return s;
+}
+
+/* A connect carrying the wrong nonce (a stale or forged handle) fails on the connecting side, with
+ * a WARN, instead of handing out a socket that fails later. */
+static void test_connect_wrong_nonce_fails(void **state) {
+  (void)state;
+  g_max_call_ms = 0;
+  strand_sock_listener_t l;
+  strand_sock_opts_t o = short_opts();
+  strand_sockaddr_t la = addr_of("127.0.0.1:0");
+  assert_int_equal(strand_sock_listen(&l, &la, 0, &o), STRAND_SUCCESS);
+  strand_sock_connect_t c;
+  int cfd = -1;
+  double t0 = now_ms();
+  assert_int_equal(connect_verdict(&l, l.magic, l.nonce ^ 0x55, &c, &cfd), STRAND_SOCK_ERROR);
+  assert_true(now_ms() - t0 < 2000);
+  assert_int_equal(c.result, STRAND_INVALID_ARGUMENT);
+  assert_int_equal(cfd, -1);
+  assert_non_null(strstr(g_warn_text, "refused"));
+  /* the right nonce still connects */
+  assert_int_equal(connect_verdict(&l, l.magic, l.nonce, &c, &cfd), STRAND_SOCK_DONE);
+  assert_true(cfd >= 0);
+  close(cfd);
+  strand_sock_listener_close(&l);
+  assert_true(g_max_call_ms < MAX_CALL_MS);
+}
+
+/* The connector is DONE only once the listener accepted its hello: until the listener is polled it
+ * stays IN_PROGRESS (non-blocking), and it finishes once the listener runs. */
+static void test_connect_waits_for_verdict(void **state) {
+  (void)state;
+  strand_sock_listener_t l;
+  strand_sock_opts_t o = short_opts();
+  strand_sockaddr_t la = addr_of("127.0.0.1:0");
+  assert_int_equal(strand_sock_listen(&l, &la, 0, &o), STRAND_SUCCESS);
+  strand_sock_connect_t c;
+  strand_sock_payload_t pl = {.conn_id = 3};
+  assert_int_equal(strand_sock_connect_start(&c, &l.addr, l.magic, l.nonce, &pl, &o),
+                   STRAND_SUCCESS);
+  int cfd = -1;
+  for (int k = 0; k < 50; k++) {
+    assert_int_equal(timed_connect_progress(&c, &cfd), STRAND_SOCK_IN_PROGRESS);
+    nap_ms(2);
+  }
+  /* the listener runs: both finish */
+  int afd = -1;
+  strand_sock_payload_t got;
+  double deadline = now_ms() + 3000;
+  strand_sock_status_t s = STRAND_SOCK_IN_PROGRESS;
+  while ((s == STRAND_SOCK_IN_PROGRESS || afd < 0) && now_ms() < deadline) {
+    if (afd < 0) (void)strand_sock_accept_progress(&l, &afd, &got, NULL);
+    if (s == STRAND_SOCK_IN_PROGRESS) s = strand_sock_connect_progress(&c, &cfd);
+    nap_ms(1);
+  }
+  assert_true(afd >= 0);
+  assert_int_equal(got.conn_id, 3);
+  exchange(cfd, afd, 1000);
+  close(afd);
+  assert_int_equal(s, STRAND_SOCK_DONE);
+  close(cfd);
+  strand_sock_listener_close(&l);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_DFL); /* a stray SIGPIPE would kill the test: MSG_NOSIGNAL must prevent it */
   const struct CMUnitTest tests[] = {
@@ -752,6 +939,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_random, setup, teardown),
       cmocka_unit_test_setup_teardown(test_send_recv_some, setup, teardown),
       cmocka_unit_test_setup_teardown(test_blocking_with_timeout, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_silent_strangers_do_not_delay_accept, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_silent_strangers_dropped_after_timeout, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_connect_wrong_nonce_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_connect_waits_for_verdict, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

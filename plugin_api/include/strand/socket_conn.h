@@ -12,11 +12,20 @@
  *
  * Handshake: after TCP connects, the connector sends one fixed-size hello (STRAND_SOCK_HELLO_BYTES,
  * little-endian on the wire): magic (u64), nonce (u64), then the caller's strand_sock_payload_t.
- * The acceptor hands out only connections whose magic and nonce match the listener's; anything
- * else (port scanners, wrong magic or nonce, garbage, a peer closing or stalling mid-hello) is
- * closed with a WARN naming the peer address, without disturbing other pending connections. There
- * is no reply: the connector is DONE once its hello is fully written, so neither side ever waits
- * for the other to poll (NCCL may drive connect to completion before it first calls accept).
+ * The acceptor answers with a verdict (STRAND_SOCK_VERDICT_BYTES): "accepted" once magic and nonce
+ * match the listener's, "refused: wrong nonce" when only the magic does (a stale or forged handle),
+ * and nothing at all to strangers (port scanners, wrong magic, garbage, a peer closing or stalling
+ * mid-hello), which are closed with a WARN naming the peer address. The connector is DONE only once
+ * it read "accepted", so a bad handle fails connect itself (STRAND_INVALID_ARGUMENT) instead of
+ * yielding a socket that fails later. Both sides must therefore be progressed concurrently (NCCL's
+ * proxy threads, or one thread alternating connect and accept calls); a connector whose listener
+ * is never polled fails at connect_timeout_ms.
+ *
+ * Hostile traffic: every pending hello is progressed in every accept call, independently of the
+ * others, and a newly accepted connection is read at once; the table of pending connections is
+ * bounded (STRAND_SOCK_MAX_PENDING, about 100 bytes each, no heap) and, when full, the oldest
+ * unverified connection is dropped to make room. A stranger therefore never delays a real peer,
+ * and holds a descriptor only until it leaves or handshake_timeout_ms passes.
  *
  * Every wait is bounded: connect (with retries on ECONNREFUSED and similar, exponential backoff)
  * ends with STRAND_TIMEOUT after connect_timeout_ms; a half-done hello is dropped after
@@ -106,19 +115,28 @@ strand_result_t strand_sock_random_u64(uint64_t *out);
  * Listener and accept state machine
  * ------------------------------------------------------------------------------------------- */
 
-#define STRAND_SOCK_MAX_PENDING 32
+/* Connections in handshake one listener holds at most; beyond, the oldest unverified one is dropped
+ * for each newcomer. */
+#define STRAND_SOCK_MAX_PENDING 256
+
+/* The acceptor's answer to a hello: u32 STRAND_SOCK_VERDICT_TAG, u32 code (little-endian). */
+#define STRAND_SOCK_VERDICT_BYTES 8
+#define STRAND_SOCK_VERDICT_TAG 0x54434456u /* "VDCT" */
+enum { STRAND_SOCK_VERDICT_ACCEPTED = 1, STRAND_SOCK_VERDICT_WRONG_NONCE = 2 };
 
 /* One accepted TCP connection whose hello is still being read or waits to be handed out. */
 typedef struct {
   int fd; /* -1 = free slot */
   strand_sockaddr_t peer;
   uint64_t deadline_ns; /* CLOCK_MONOTONIC; past it a half-done hello is dropped */
+  uint64_t arrived_ns;  /* for dropping the oldest unverified one when the table is full */
   size_t got;
+  size_t verdict_sent;  /* bytes of the "accepted" verdict written; handed out once complete */
   uint8_t hello[STRAND_SOCK_HELLO_BYTES];
 } strand_sock_pending_t;
 
 /* A listening socket plus the connections in handshake. Fields other than addr/nonce/magic/fd are
- * private. Embed it or allocate it; it needs no other storage. */
+ * private. Embed it or allocate it (about 30 KiB); it needs no other storage. */
 typedef struct {
   int fd;                 /* listening socket (non-blocking), -1 when closed */
   strand_sockaddr_t addr; /* bound address; the real port when port 0 was asked */
@@ -128,6 +146,7 @@ typedef struct {
   uint64_t idle_since_ns; /* for accept_timeout_ms */
   strand_result_t result; /* why accept_progress returned STRAND_SOCK_ERROR */
   int rejected;           /* strangers dropped so far (for tests and statistics) */
+  int evicted;            /* of those, unverified ones dropped to make room (table full) */
   strand_sock_pending_t pending[STRAND_SOCK_MAX_PENDING];
 } strand_sock_listener_t;
 
@@ -178,33 +197,41 @@ typedef struct {
   int last_errno;         /* errno of the last failed attempt, 0 if none */
   strand_result_t result; /* why progress returned STRAND_SOCK_ERROR */
   size_t sent;
+  size_t verdict_got;
   uint8_t hello[STRAND_SOCK_HELLO_BYTES];
+  uint8_t verdict[STRAND_SOCK_VERDICT_BYTES];
 } strand_sock_connect_t;
 
 /* Prepares a connection to `peer` (a listener's addr) carrying `magic` (0 = default), the
  * listener's `nonce` and `payload` (NULL = zeros). Does not touch the network yet: the first
  * strand_sock_connect_progress call starts the first attempt, so start never fails for network
- * reasons. STRAND_INVALID_ARGUMENT (WARN) for NULL or a peer of unknown family / port 0. */
+ * reasons. STRAND_INVALID_ARGUMENT (WARN) for NULL, a peer of unknown family / port 0, or nonce 0
+ * (listeners never draw 0: a zeroed or truncated handle). */
 strand_result_t strand_sock_connect_start(strand_sock_connect_t *c, const strand_sockaddr_t *peer,
                                           uint64_t magic, uint64_t nonce,
                                           const strand_sock_payload_t *payload,
                                           const strand_sock_opts_t *opts);
 
 /* One non-blocking step:
- *   DONE:        hello fully sent; *fd_out is a connected, non-blocking socket owned by the caller
+ *   DONE:        hello sent and the listener's "accepted" verdict read; *fd_out is a connected, non-blocking socket owned by the caller
  *                (the state no longer refers to it).
- *   IN_PROGRESS: TCP connect pending, waiting out a retry backoff, or hello partially sent.
+ *   IN_PROGRESS: TCP connect pending, waiting out a retry backoff, hello partially sent, or the
+ *                verdict not read yet.
  *   ERROR:       c->result is STRAND_TIMEOUT (connect_timeout_ms passed while the peer refused or
- *                did not answer, or the hello could not be sent within handshake_timeout_ms) or
- *                STRAND_SYSTEM_ERROR (a non-retryable error, e.g. no route, bad address); a WARN
- *                names the peer, the attempts made, errno text and what to check.
+ *                did not answer or give its verdict, or the hello could not be sent within
+ *                handshake_timeout_ms), STRAND_INVALID_ARGUMENT (the listener refused the nonce,
+ *                or answered something that is not a verdict: a stale, forged or foreign handle)
+ *                or STRAND_SYSTEM_ERROR (a non-retryable error, e.g. no route, bad address); a
+ *                WARN names the peer, the attempts made, errno text and what to check.
  * Retryable: ECONNREFUSED, ETIMEDOUT, ECONNRESET, EPIPE, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL,
- * EAGAIN (the listener may not be up yet, or its backlog was full). Calling again after DONE or
+ * EAGAIN (the listener may not be up yet, or its backlog was full), and a connection the listener
+ * closed before giving a verdict (it may have dropped it to make room). Calling again after DONE or
  * ERROR returns the same status. */
 strand_sock_status_t strand_sock_connect_progress(strand_sock_connect_t *c, int *fd_out);
 
 /* Polls strand_sock_connect_progress until DONE/ERROR (bootstrap use; blocks the caller, bounded
- * by the connect and handshake timeouts). Returns STRAND_SUCCESS or c->result. */
+ * by the connect and handshake timeouts). The listener must be progressed meanwhile by another
+ * thread or process: the verdict needs it. Returns STRAND_SUCCESS or c->result. */
 strand_result_t strand_sock_connect_wait(strand_sock_connect_t *c, int *fd_out);
 
 /* Closes the socket of an unfinished connect (after ERROR, or to give up). Idempotent. */
