@@ -109,6 +109,12 @@ def panel_svg(p, top):
             ym = my(m * 10.0 ** e)
             o.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#adb5bd"/>'
                      % (f1(PLOT_X0), f1(ym), f1(PLOT_X0 + 4), f1(ym)))
+            # A single decade gets 2 and 5 labelled too, or the axis would read only "1 .. 10".
+            if yhi - ylo == 1 and m in (2, 5):
+                o.append('<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#f1f3f5"/>'
+                         % (f1(PLOT_X0), f1(ym), f1(PLOT_X1), f1(ym)))
+                o.append('<text class="ytick" x="%s" y="%s" text-anchor="end">%s</text>'
+                         % (f1(PLOT_X0 - 6), f1(ym + 4), "%g" % (m * 10.0 ** e)))
     per = (PLOT_X1 - PLOT_X0) / (xhi - xlo)
     k = next((s for s in (1, 2, 5, 10, 20) if per * s >= MIN_XLABEL_GAP), 20)
     for e in range(xlo, xhi + 1):

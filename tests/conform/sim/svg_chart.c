@@ -118,6 +118,12 @@ static void panel_write(FILE *f, const svg_panel_t *p, double top) {
       double ym = map_y(&fr, m * pow(10.0, e));
       fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#adb5bd\"/>\n",
               PLOT_X0, ym, PLOT_X0 + 4, ym);
+      /* A single decade gets 2 and 5 labelled too, or the axis would read only "1 .. 10". */
+      if (fr.yhi - fr.ylo == 1 && (m == 2 || m == 5))
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                "stroke=\"#f1f3f5\"/>\n<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\" "
+                "text-anchor=\"end\">%g</text>\n", PLOT_X0, ym, PLOT_X1, ym, PLOT_X0 - 6, ym + 4,
+                m * pow(10.0, e));
     }
   }
   /* x: a tick at every power of two; a label and grid line at every multiple of k, the smallest

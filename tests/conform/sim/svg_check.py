@@ -9,7 +9,9 @@ every coordinate finite and inside the drawing, no "nan"/"inf" anywhere.
                                          NaN values skipped, an all-invalid series left empty)
   svg_check.py perf CONFORM PLUGIN       strand-conform perf --svg with tiny sizes and --ref tcp
   svg_check.py sweep SCRIPT TESTDATA     sweep_chart.py on the e2e and perf samples in TESTDATA
-  svg_check.py file SVG                  the generic checks only (e.g. docs/benchmarks/*.svg)
+  svg_check.py docs SCRIPT DOCDIR        every DOCDIR/data/NAME.csv redrawn by sweep_chart.py
+                                         equals the committed DOCDIR/NAME.svg, which passes the checks
+  svg_check.py file SVG...               the generic checks only
 """
 import math
 import os
@@ -192,6 +194,24 @@ def cmd_sweep(script, data):
     print("ok: sweep_chart.py")
 
 
+def cmd_docs(script, docdir):
+    import glob
+    data = sorted(glob.glob(os.path.join(docdir, "data", "*.csv")))
+    need(data, "no %s/data/*.csv" % docdir)
+    with tempfile.TemporaryDirectory() as d:
+        for csvf in data:
+            name = os.path.splitext(os.path.basename(csvf))[0]
+            svg = os.path.join(docdir, name + ".svg")
+            out = os.path.join(d, name + ".svg")
+            subprocess.run([sys.executable, script, "-o", out, csvf], check=True)
+            need(os.path.exists(svg), "%s has no chart %s" % (csvf, svg))
+            need(open(out, "rb").read() == open(svg, "rb").read(),
+                 "%s is out of date: regenerate it (docs/benchmarks/data/README.md)" % svg)
+            r = check_svg(svg)
+            need(any(p["series"] for p in r["panels"]), "%s: no line" % svg)
+            print("ok: %s" % svg)
+
+
 def main(argv):
     try:
         if len(argv) == 3 and argv[1] == "unit":
@@ -200,6 +220,8 @@ def main(argv):
             cmd_perf(argv[2], argv[3])
         elif len(argv) == 4 and argv[1] == "sweep":
             cmd_sweep(argv[2], argv[3])
+        elif len(argv) == 4 and argv[1] == "docs":
+            cmd_docs(argv[2], argv[3])
         elif len(argv) >= 3 and argv[1] == "file":
             for f in argv[2:]:
                 r = check_svg(f)
