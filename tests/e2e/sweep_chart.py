@@ -73,14 +73,21 @@ def f1(v):
     return "%.1f" % v
 
 
-def panel_svg(p, top):
+def valid_points(panels):
+    return [(x, y) for p in panels for s in p["series"] for x, y in zip(s["x"], s["y"])
+            if valid(x, y)]
+
+
+def panel_svg(p, top, xs):
+    """xs: the valid x of every panel of this x kind, so that their sizes line up."""
     y0, y1 = top + PLOT_DY0, top + PLOT_DY1
-    pts = [(x, y) for s in p["series"] for x, y in zip(s["x"], s["y"]) if valid(x, y)]
+    pts = valid_points([p])
     have = bool(pts)
     if not have:
         pts = [(1.0, 1.0)]
-    xlo = math.floor(math.log2(min(x for x, _ in pts)))
-    xhi = math.ceil(math.log2(max(x for x, _ in pts)))
+    xs = xs or [1.0]
+    xlo = math.floor(math.log2(min(xs)))
+    xhi = math.ceil(math.log2(max(xs)))
     xhi = max(xhi, xlo + 1)
     ylo = math.floor(math.log10(min(y for _, y in pts)))
     yhi = math.ceil(math.log10(max(y for _, y in pts)))
@@ -167,7 +174,8 @@ def chart_svg(title, subtitle, panels):
         o.append('<text class="subtitle" x="%s" y="46" fill="#495057">%s</text>'
                  % (f1(PLOT_X0 - 60), esc(subtitle)))
     for i, p in enumerate(panels):
-        o += panel_svg(p, CH_TOP + PANEL_H * i)
+        same = [q for q in panels if q.get("xkind", "bytes") == p.get("xkind", "bytes")]
+        o += panel_svg(p, CH_TOP + PANEL_H * i, [x for x, _ in valid_points(same)])
     o.append("</svg>")
     return "\n".join(o) + "\n"
 

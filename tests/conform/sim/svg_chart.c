@@ -74,20 +74,30 @@ static double map_y(const frame_t *fr, double y) {
   return fr->y1 - (log10(y) - fr->ylo) / (fr->yhi - fr->ylo) * (fr->y1 - fr->y0);
 }
 
-static void panel_write(FILE *f, const svg_panel_t *p, double top) {
+/* The range of the valid points' x (or y) over the panels of one x kind (all panels: kind < 0). */
+static void data_range(const svg_panel_t *p, size_t np, int kind, int want_y, double *lo, double *hi) {
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  for (size_t k = 0; k < np; k++) {
+    if (kind >= 0 && (int)p[k].xkind != kind) continue;
+    for (size_t s = 0; s < p[k].nseries; s++)
+      for (size_t i = 0; i < p[k].series[s].n; i++) {
+        double x = p[k].series[s].x[i], y = p[k].series[s].y[i];
+        if (!valid(x, y)) continue;
+        *lo = fmin(*lo, want_y ? y : x);
+        *hi = fmax(*hi, want_y ? y : x);
+      }
+  }
+}
+
+/* xmin/xmax: the x range shared by every panel of this x kind, so that their sizes line up. */
+static void panel_write(FILE *f, const svg_panel_t *p, double top, double xmin, double xmax) {
   frame_t fr = {.y0 = top + PLOT_DY0, .y1 = top + PLOT_DY1};
-  double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-  for (size_t s = 0; s < p->nseries; s++)
-    for (size_t i = 0; i < p->series[s].n; i++) {
-      double x = p->series[s].x[i], y = p->series[s].y[i];
-      if (!valid(x, y)) continue;
-      xmin = fmin(xmin, x);
-      xmax = fmax(xmax, x);
-      ymin = fmin(ymin, y);
-      ymax = fmax(ymax, y);
-    }
-  int have = xmin <= xmax;
-  if (!have) xmin = xmax = ymin = ymax = 1;
+  double ymin, ymax;
+  data_range(p, 1, -1, 1, &ymin, &ymax);
+  int have = ymin <= ymax;
+  if (!have) ymin = ymax = 1;
+  if (!(xmin <= xmax)) xmin = xmax = 1;
   fr.xlo = (int)floor(log2(xmin));
   fr.xhi = (int)ceil(log2(xmax));
   if (fr.xhi <= fr.xlo) fr.xhi = fr.xlo + 1;
@@ -213,7 +223,11 @@ int svg_chart_write(FILE *f, const svg_chart_t *ch) {
     put_escaped(f, ch->subtitle);
     fprintf(f, "</text>\n");
   }
-  for (size_t i = 0; i < ch->npanels; i++) panel_write(f, &ch->panels[i], CH_TOP + PANEL_H * (double)i);
+  for (size_t i = 0; i < ch->npanels; i++) {
+    double xlo, xhi;
+    data_range(ch->panels, ch->npanels, (int)ch->panels[i].xkind, 0, &xlo, &xhi);
+    panel_write(f, &ch->panels[i], CH_TOP + PANEL_H * (double)i, xlo, xhi);
+  }
   fprintf(f, "</svg>\n");
   fflush(f);
   return ferror(f) ? -1 : 0;
