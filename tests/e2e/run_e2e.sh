@@ -12,6 +12,9 @@
 #                                         each set of extra variables (tuning experiments)
 #   tests/e2e/run_e2e.sh base             the built-in Socket (defaults, tuned) at E2E_SIZES
 #
+# Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
+#   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
+#
 # Environment: NCCL_HOME (include/ + lib/) or pkg-config nccl or the nvidia-nccl Python wheel;
 # CUDA_HOME (default /usr/local/cuda); NRANKS (default: number of GPUs, at most 8);
 # E2E_BUILD (default build-e2e); E2E_MAXBYTES (default 1G).

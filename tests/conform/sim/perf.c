@@ -40,10 +40,12 @@ static struct {
   int ref_streams;
   const char *ref_addr;
   const char *json_path;
+  const char *svg_path;
   double time_per_size;
   int dev;
   bool no_lat, no_bi;
   char json_parts[256]; /* rank 0's check children append their tables here */
+  char svg_parts[256];  /* ... and the points of --svg's chart here (perf_svg.c) */
   char cmdline[1024];
 } perf_opts = {
   .min_bytes = 8, .max_bytes = (size_t)64 << 20, .factor = 2, .depth = 8,
@@ -70,6 +72,7 @@ typedef struct {
   FILE *out;     /* rank 0 prints; NULL elsewhere */
   char *json;    /* this table's JSON rows (rank 0) */
   size_t json_len, json_cap;
+  perf_pts_t pts; /* this table's chart points (rank 0, --svg) */
   int max_depth;
 } perf_t;
 
@@ -108,7 +111,31 @@ static void json_add(perf_t *P, const char *fmt, ...) {
   }
 }
 
+/* One point of --svg's chart; the series name is a printf format. */
+static void svg_pt(perf_t *P, char panel, int color, bool ref, double x, double y, const char *fmt,
+                   ...) __attribute__((format(printf, 7, 8)));
+static void svg_pt(perf_t *P, char panel, int color, bool ref, double x, double y, const char *fmt,
+                   ...) {
+  if (!P->out || !perf_opts.svg_parts[0]) return;
+  char name[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  perf_pts_add(&P->pts, panel, color, ref, name, x, y);
+}
+
+static const char *plugin_name(perf_t *P) { return P->c->net->name ? P->c->net->name : "plugin"; }
+
+static const char *ref_streams_str(void) {
+  static char s[32];
+  snprintf(s, sizeof s, "%d stream%s", perf_opts.ref_streams, perf_opts.ref_streams == 1 ? "" : "s");
+  return s;
+}
+
+/* The table passed: its JSON and its chart points go to the parent's scratch files. */
 static void json_flush(perf_t *P) {
+  if (P->out && perf_opts.svg_parts[0]) perf_pts_flush(&P->pts, perf_opts.svg_parts, P->c->net->name);
   if (!P->out || !perf_opts.json_parts[0] || !P->json) return;
   int fd = open(perf_opts.json_parts, O_WRONLY | O_APPEND | O_CREAT, 0600);
   if (fd >= 0) {
@@ -196,6 +223,7 @@ static void perf_close(perf_t *P) {
   }
   perf_bufs_free(&P->B);
   free(P->json);
+  perf_pts_free(&P->pts);
 }
 
 static void header(perf_t *P, const char *id, const char *title) {
@@ -397,6 +425,16 @@ static conform_status_t perf_bw_table(conform_ctx_t *c, const char *id, bool bid
                r.time_us, r.gbps, q.time_us, q.gbps, ratio);
     else
       out_line(&P, "  %12zu %10ld %11.2f %12.3f", sizes[i], r.count, r.time_us, r.gbps);
+    /* Chart: one line per table and transport; uni blue, bi orange, grouped green. */
+    const char *kind = n > 1 ? "grouped" : bidir ? "bi" : "uni";
+    int color = n > 1 ? 2 : bidir ? 1 : 0;
+    char gs[16] = "";
+    if (n > 1) snprintf(gs, sizeof gs, " n=%d", n);
+    svg_pt(&P, 'b', color, false, (double)sizes[i], r.gbps, "%s %s%s d%d", plugin_name(&P), kind,
+           gs, depth);
+    if (P.have_ref)
+      svg_pt(&P, 'b', color, true, (double)sizes[i], q.gbps, "raw TCP %s%s d%d (%s)", kind, gs,
+             depth, ref_streams_str());
     json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f", i ? "," : "",
              sizes[i], r.count, r.time_us, r.gbps);
     if (P.have_ref)
@@ -466,6 +504,9 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
                r.p99_us, q.p50_us, q.p99_us, ratio);
     else
       out_line(&P, "  %12zu %10ld %10.2f %10.2f", sizes[i], r.count, r.p50_us, r.p99_us);
+    svg_pt(&P, 'l', 0, false, (double)sizes[i], r.p50_us, "%s p50", plugin_name(&P));
+    if (P.have_ref)
+      svg_pt(&P, 'l', 0, true, (double)sizes[i], q.p50_us, "raw TCP p50 (%s)", ref_streams_str());
     json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f", i ? "," : "",
              sizes[i], r.count, r.p50_us, r.p99_us);
     if (P.have_ref)
@@ -517,6 +558,9 @@ static conform_status_t perf_depth_sweep(conform_ctx_t *c) {
                r.gbps, q.time_us, q.gbps, ratio);
     else
       out_line(&P, "  %6d %12zu %10ld %11.2f %12.3f", d, size, r.count, r.time_us, r.gbps);
+    svg_pt(&P, 'd', 3, false, d, r.gbps, "%s uni %s", plugin_name(&P), szs);
+    if (P.have_ref)
+      svg_pt(&P, 'd', 3, true, d, q.gbps, "raw TCP uni %s (%s)", szs, ref_streams_str());
     json_add(&P, "%s{\"depth\":%d,\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f",
              first ? "" : ",", d, size, r.count, r.time_us, r.gbps);
     if (P.have_ref)
@@ -546,7 +590,7 @@ static conform_check_t perf_checks[] = {
 
 enum {
   PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
-  PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI,
+  PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG,
 };
 
 static const simperf_opt_t perf_optlist[] = {
@@ -557,7 +601,8 @@ static const simperf_opt_t perf_optlist[] = {
   {"ref-streams", false, PO_STREAMS}, {"ref-addr", false, PO_ADDR},
   {"json", false, PO_JSON},          {"time", false, PO_TIME},
   {"dev", false, PO_DEV},            {"no-latency", true, PO_NO_LAT},
-  {"no-bidir", true, PO_NO_BI},      {NULL, false, 0},
+  {"no-bidir", true, PO_NO_BI},      {"svg", false, PO_SVG},
+  {NULL, false, 0},
 };
 
 static int perf_opt(int id, const char *v, void *arg) {
@@ -597,6 +642,7 @@ static int perf_opt(int id, const char *v, void *arg) {
     return 0;
   case PO_ADDR: perf_opts.ref_addr = v; return 0;
   case PO_JSON: perf_opts.json_path = v; return 0;
+  case PO_SVG: perf_opts.svg_path = v; return 0;
   case PO_TIME:
     perf_opts.time_per_size = strtod(v, &end);
     return (*end || perf_opts.time_per_size <= 0 || perf_opts.time_per_size > 60) ? -1 : 0;
@@ -628,24 +674,22 @@ static void perf_usage(void) {
     "  --time S             target seconds per measurement after the warm-up (default 0.1)\n"
     "  --no-latency, --no-bidir   leave those tables out\n"
     "  --json FILE          every table as JSON\n"
+    "  --svg FILE           an SVG chart: bandwidth and latency against size (log axes), one line\n"
+    "                       per table and transport (plugin solid, raw-TCP reference dashed), and\n"
+    "                       bandwidth against depth with --depth-sweep; title: plugin, date, host\n"
     "  --dev D              plugin device (default 0)\n"
     "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts).\n"
     "A benchmark: rows fail only when a measurement could not run or data arrived corrupted.\n");
 }
 
-static void write_json(int rc) {
+static void write_json(int rc, const char *date, const struct utsname *u) {
   FILE *f = fopen(perf_opts.json_path, "w");
   if (!f) {
     fprintf(stderr, "strand-conform perf: cannot write %s: %s\n", perf_opts.json_path, strerror(errno));
     return;
   }
-  char date[64];
-  time_t now = time(NULL);
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  struct utsname u;
-  uname(&u);
   fprintf(f, "{\"tool\":\"strand-conform perf\",\"date\":\"%s\",\"host\":\"%s\",\"kernel\":\"%s %s\","
-          "\"exit_status\":%d,\"command\":\"", date, u.nodename, u.sysname, u.release, rc);
+          "\"exit_status\":%d,\"command\":\"", date, u->nodename, u->sysname, u->release, rc);
   for (const char *s = perf_opts.cmdline; *s; s++) {
     if (*s == '"' || *s == '\\') fputc('\\', f);
     fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
@@ -667,6 +711,18 @@ static void write_json(int rc) {
   }
   fprintf(f, "]}\n");
   fclose(f);
+}
+
+static int scratch_file(char *path, size_t len) {
+  snprintf(path, len, "/tmp/strand-perf-XXXXXX");
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    fprintf(stderr, "strand-conform perf: cannot create a scratch file: %s\n", strerror(errno));
+    path[0] = '\0';
+    return -1;
+  }
+  close(fd);
+  return 0;
 }
 
 int conform_cmd_perf(int argc, char **argv) {
@@ -707,14 +763,11 @@ int conform_cmd_perf(int argc, char **argv) {
   /* Rank 0's check children append their tables to a scratch file; the JSON is assembled here
    * once the run is over (only this process outlives every check). */
   bool json_here = perf_opts.json_path && conform_opts.rank <= 0;
-  if (json_here) {
-    snprintf(perf_opts.json_parts, sizeof perf_opts.json_parts, "/tmp/strand-perf-XXXXXX");
-    int fd = mkstemp(perf_opts.json_parts);
-    if (fd < 0) {
-      fprintf(stderr, "strand-conform perf: cannot create a scratch file: %s\n", strerror(errno));
-      return 2;
-    }
-    close(fd);
+  bool svg_here = perf_opts.svg_path && conform_opts.rank <= 0;
+  if (json_here && scratch_file(perf_opts.json_parts, sizeof perf_opts.json_parts)) return 2;
+  if (svg_here && scratch_file(perf_opts.svg_parts, sizeof perf_opts.svg_parts)) {
+    if (json_here) unlink(perf_opts.json_parts);
+    return 2;
   }
   /* Time bound: generous per row; a transport too slow for the sweep fails with a message saying
    * which measurement ran out of time (use --timeout-scale or a smaller --max-bytes). */
@@ -737,9 +790,18 @@ int conform_cmd_perf(int argc, char **argv) {
     return 2;
   }
   int rc = conform_run_checks(sel, n);
+  char date[64];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  struct utsname uts;
+  uname(&uts);
   if (json_here) {
-    write_json(rc);
+    write_json(rc, date, &uts);
     unlink(perf_opts.json_parts);
+  }
+  if (svg_here) {
+    if (perf_svg_write(perf_opts.svg_parts, perf_opts.svg_path, date, uts.nodename) && rc == 0) rc = 1;
+    unlink(perf_opts.svg_parts);
   }
   return rc;
 }

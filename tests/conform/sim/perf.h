@@ -46,4 +46,18 @@ int perf_bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, doubl
 int perf_lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, double *half,
                  double *total);
 
+/* perf --svg (perf_svg.c): a check child collects its points, and appends them to the scratch file
+ * `parts` once its table passed; the parent turns that file into the chart. panel: 'b' bandwidth
+ * against size, 'l' latency against size, 'd' bandwidth against depth. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+} perf_pts_t;
+void perf_pts_add(perf_pts_t *b, char panel, int color, bool dashed, const char *series, double x,
+                  double y);
+void perf_pts_flush(perf_pts_t *b, const char *parts, const char *plugin);
+void perf_pts_free(perf_pts_t *b);
+/* 0, or -1 (said on stderr) when nothing was recorded or the file could not be written. */
+int perf_svg_write(const char *parts, const char *svg_path, const char *date, const char *host);
+
 #endif
