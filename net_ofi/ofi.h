@@ -98,6 +98,13 @@ typedef struct ofi_mr {
   struct ofi_mr *next;
 } ofi_mr_t;
 
+/* What regMr hands out (the mhandle): one per regMr call, even when the cache shares the entry,
+ * so that every handle can be released exactly once. deregMr finds it in a handle set first and
+ * never reads a handle that is not live (double deregMr, foreign pointers). */
+typedef struct ofi_mh {
+  ofi_mr_t *entry;
+} ofi_mh_t;
+
 /* ---- requests ---- */
 typedef enum { OFI_REQ_FREE = 0, OFI_REQ_SEND, OFI_REQ_RECV } ofi_req_kind_t;
 typedef struct ofi_req ofi_req_t;
