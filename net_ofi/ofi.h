@@ -60,7 +60,7 @@ typedef struct {
   char domains[256];         /* STRAND_OFI_DOMAINS  ("" = every non-loopback domain) */
   int hmem;                  /* STRAND_OFI_HMEM: 1 = use FI_HMEM when offered, 0 = host only */
   long probe_ms;             /* STRAND_OFI_PROBE_MS: liveness probe period of a waiting comm */
-  long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: unanswered probe / connect bound */
+  long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: how long a peer may be unreachable */
   long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
