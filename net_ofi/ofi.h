@@ -60,7 +60,7 @@ typedef struct {
   char domains[256];         /* STRAND_OFI_DOMAINS  ("" = every non-loopback domain) */
   int hmem;                  /* STRAND_OFI_HMEM: 1 = use FI_HMEM when offered, 0 = host only */
   long probe_ms;             /* STRAND_OFI_PROBE_MS: liveness probe period of a waiting comm */
-  long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: unanswered probe / connect bound */
+  long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: how long a peer may be unreachable */
   long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
@@ -97,6 +97,13 @@ typedef struct ofi_mr {
   void *desc;
   struct ofi_mr *next;
 } ofi_mr_t;
+
+/* What regMr hands out (the mhandle): one per regMr call, even when the cache shares the entry,
+ * so that every handle can be released exactly once. deregMr finds it in a handle set first and
+ * never reads a handle that is not live (double deregMr, foreign pointers). */
+typedef struct ofi_mh {
+  ofi_mr_t *entry;
+} ofi_mh_t;
 
 /* ---- requests ---- */
 typedef enum { OFI_REQ_FREE = 0, OFI_REQ_SEND, OFI_REQ_RECV } ofi_req_kind_t;

@@ -21,7 +21,8 @@ static const strand_param_def_t ofi_param_defs[] = {
                       "offers it and libcuda is present"),
     STRAND_PARAM_INT("STRAND_OFI_PROBE_MS", NULL, 1000, 10, 3600000,
                      "a request waiting this long makes its comm probe the peer's endpoint"),
-    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 10, 1, 86400,
+    STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 30, 1, 86400,
+                     "seconds a peer may stay unreachable (a link flap) before the comm fails: "
                      "connect answers and liveness probes not taken within this fail the comm"),
     STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
                      "how long close waits for in-flight operations before leaving them to drain"),

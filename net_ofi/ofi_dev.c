@@ -38,6 +38,12 @@ strand_result_t ofi_errno_result(int err) {
     case FI_ETIMEDOUT:
     case FI_EREMOTEIO:
     case FI_EADDRNOTAVAIL:
+    case EPIPE:
+    /* What the providers say about a peer that went away: sockets fails fi_tsend with -FI_ENOENT
+     * once it cannot reconnect to the peer, and completes its receives with FI_EIO when the
+     * peer's connection drops. The docs promise ncclRemoteError for a dead peer. */
+    case FI_ENOENT:
+    case FI_EIO:
       return STRAND_REMOTE_ERROR;
     default:
       return STRAND_SYSTEM_ERROR;

@@ -20,6 +20,10 @@
 #include <unistd.h>
 
 #include "ofi.h"
+#include "strand/handle_set.h"
+
+/* Every mhandle given out and not yet released (all devices). */
+static strand_handle_set_t live_mhs = STRAND_HANDLE_SET_INIT;
 
 #ifdef STRAND_OFI_HAVE_DMABUF
 #define OFI_DMABUF_SUPPORTED 1
@@ -91,6 +95,18 @@ static strand_result_t mr_register(ofi_dev_t *d, ofi_mr_t *m, int dmabuf_fd, uin
   return STRAND_SUCCESS;
 }
 
+/* Drops one reference to a cache entry; the last one deregisters (lock held). */
+static void mr_release(ofi_dev_t *d, ofi_mr_t *m) {
+  if (--m->refs > 0) return;
+  for (ofi_mr_t **p = &d->mrs; *p; p = &(*p)->next)
+    if (*p == m) {
+      *p = m->next;
+      break;
+    }
+  if (m->mr) fi_close(&m->mr->fid);
+  free(m);
+}
+
 static strand_result_t reg_common(void *comm, void *data, size_t size, int type, int fd,
                                   uint64_t offset, void **mhandle) {
   ofi_comm_t *c = comm;
@@ -123,11 +139,17 @@ static strand_result_t reg_common(void *comm, void *data, size_t size, int type,
   if (fd < 0)
     for (m = d->mrs; m; m = m->next)
       if (m->iface == iface && m->base <= base && m->base + m->len >= end) break;
+  ofi_mh_t *h = calloc(1, sizeof *h);
+  if (!h) {
+    r = STRAND_SYSTEM_ERROR;
+    goto out;
+  }
   if (m) {
     m->refs++;
   } else {
     m = calloc(1, sizeof *m);
     if (!m) {
+      free(h);
       r = STRAND_SYSTEM_ERROR;
       goto out;
     }
@@ -139,12 +161,21 @@ static strand_result_t reg_common(void *comm, void *data, size_t size, int type,
     r = mr_register(d, m, fd, offset);
     if (r != STRAND_SUCCESS) {
       free(m);
+      free(h);
       goto out;
     }
     m->next = d->mrs;
     d->mrs = m;
   }
-  *mhandle = m;
+  h->entry = m;
+  r = strand_handle_set_add(&live_mhs, h);
+  if (r != STRAND_SUCCESS) {
+    STRAND_WARN("regMr on %s: out of memory recording the handle", d->name);
+    mr_release(d, m);
+    free(h);
+    goto out;
+  }
+  *mhandle = h;
 out:
   pthread_mutex_unlock(&d->lock);
   return r;
@@ -162,31 +193,35 @@ strand_result_t ofi_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
 }
 
 strand_result_t ofi_dereg_mr(void *comm, void *mhandle) {
-  ofi_comm_t *c = comm;
-  ofi_mr_t *m = mhandle;
-  if (!c || !m) return STRAND_INVALID_ARGUMENT;
-  ofi_dev_t *d = m->dev;
-  pthread_mutex_lock(&d->lock);
-  strand_result_t r = STRAND_SUCCESS;
-  ofi_mr_t **p = &d->mrs;
-  while (*p && *p != m) p = &(*p)->next;
-  if (!*p) {
-    STRAND_WARN("deregMr: %p is not a live registration on %s", mhandle, d->name);
-    r = STRAND_INVALID_ARGUMENT;
-  } else if (--m->refs == 0) {
-    *p = m->next;
-    if (m->mr) fi_close(&m->mr->fid);
-    free(m);
+  /* Nothing is read through mhandle before the set says it is live: a second deregMr of the same
+   * handle, or a pointer we never gave out, would otherwise read freed or foreign memory. */
+  if (!mhandle || !strand_handle_set_remove(&live_mhs, mhandle)) {
+    STRAND_WARN("deregMr(comm %p, mhandle %p): not a live registration of this plugin (released "
+                "twice, never returned by regMr, or from another plugin); nothing done. Check the "
+                "caller releases each regMr handle exactly once",
+                comm, mhandle);
+    return STRAND_INVALID_ARGUMENT;
   }
+  ofi_mh_t *h = mhandle;
+  ofi_mr_t *m = h->entry;
+  ofi_dev_t *d = m->dev;
+  free(h);
+  pthread_mutex_lock(&d->lock);
+  mr_release(d, m);
   pthread_mutex_unlock(&d->lock);
-  return r;
+  return STRAND_SUCCESS;
 }
 
+/* The domain closes: every registration goes. An entry whose handles the core never released is
+ * kept (memory only, no MR) so that a late deregMr of such a handle stays safe and frees it. */
 void ofi_mr_cache_clear(ofi_dev_t *d) {
   while (d->mrs) {
     ofi_mr_t *m = d->mrs;
     d->mrs = m->next;
     if (m->mr) fi_close(&m->mr->fid);
-    free(m);
+    m->mr = NULL;
+    m->desc = NULL;
+    m->next = NULL;
+    if (m->refs <= 0) free(m);
   }
 }

@@ -81,7 +81,7 @@ static uint64_t make_tag(uint32_t comm_id, uint32_t seq, int nccl_tag) {
 static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, size_t size,
                                    void *mhandle, void **desc) {
   ofi_dev_t *d = c->dev;
-  ofi_mr_t *mr = mhandle;
+  ofi_mr_t *mr = mhandle ? ((ofi_mh_t *)mhandle)->entry : NULL;
   *desc = NULL;
   if (size > d->max_msg_size) {
     STRAND_WARN("%s of %zu bytes to %s exceeds the provider's max_msg_size %zu on %s", call, size,

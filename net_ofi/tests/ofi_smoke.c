@@ -448,6 +448,8 @@ static int test_peer_death(const char *self, const char *path, int child_is_send
     rc = wait_req(q, NULL);
     PT_CHECK(rc > 0, "receive from a dead sender: test gave %d after %.1f s (want an error)", rc,
           pt_now_s() - t0);
+    PT_CHECK(rc == STRAND_REMOTE_ERROR, "a dead sender is reported as %d, not ncclRemoteError (%d)",
+             rc, STRAND_REMOTE_ERROR);
     printf("  dead sender detected after %.2f s (result %d)\n", pt_now_s() - t0, rc);
     net->deregMr(comm, mh);
     net->closeRecv(comm);
@@ -472,6 +474,8 @@ static int test_peer_death(const char *self, const char *path, int child_is_send
       if (!rc && q) rc = wait_req(q, NULL);
     }
     PT_CHECK(rc > 0, "sending to a dead receiver never failed (%.1f s)", pt_now_s() - t0);
+    PT_CHECK(rc == STRAND_REMOTE_ERROR, "a dead receiver is reported as %d, not ncclRemoteError (%d)",
+             rc, STRAND_REMOTE_ERROR);
     printf("  dead receiver detected after %.2f s (result %d)\n", pt_now_s() - t0, rc);
     net->deregMr(comm, mh);
     net->closeSend(comm);
