@@ -167,6 +167,7 @@ typedef struct {
   char abort_reason[512];
   int n_results;
   conform_rank_result_t res[CONFORM_MAX_RANKS];
+  char *log[CONFORM_MAX_RANKS];       /* each rank's captured output, until the row is merged */
   bool have_res[CONFORM_MAX_RANKS];
   double t_start;
 } session_t;
@@ -391,6 +392,29 @@ static void merge_row(conform_coord_t *co, int item, conform_row_t *row) {
     else
       snprintf(m + used, cap - used, "%s%s", used ? " | " : "", text);
   }
+  /* The captured output of every rank, rank by rank, each line tagged with its rank. */
+  size_t need = 1;
+  for (int r = 0; r < co->nranks; r++)
+    if (s->log[r]) need += strlen(s->log[r]) * 2 + 16; /* worst case: every line empty */
+  free(row->log);
+  row->log = NULL;
+  if (need > 1 && (row->log = malloc(need))) {
+    size_t n = 0;
+    for (int r = 0; r < co->nranks; r++) {
+      for (const char *l = s->log[r]; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (co->nranks > 1) n += (size_t)snprintf(row->log + n, need - n, "[rank %d] ", r);
+        memcpy(row->log + n, l, len);
+        n += len;
+        row->log[n++] = '\n';
+        l += len + (e ? 1 : 0);
+      }
+      free(s->log[r]);
+      s->log[r] = NULL;
+    }
+    row->log[n] = '\0';
+  }
 }
 
 static void parse_items(conform_coord_t *co, const char *hello) {
@@ -573,6 +597,8 @@ static void on_result(serve_t *S, int r, const bs_hdr_t *h, const void *payload)
   session_t *s = get_sess(co, h->a);
   if (!s->have_res[r]) {
     memcpy(&s->res[r], payload, sizeof s->res[r]);
+    if (h->len > sizeof s->res[r])
+      s->log[r] = strndup((const char *)payload + sizeof s->res[r], h->len - sizeof s->res[r]);
     s->res[r].msg[sizeof s->res[r].msg - 1] = '\0';
     s->res[r].note[sizeof s->res[r].note - 1] = '\0';
     s->have_res[r] = true;
@@ -604,7 +630,7 @@ static void on_ctl_frame(serve_t *S, int i, int rc, const bs_hdr_t *h, void *pay
     co->ctl[r] = -1;
     return;
   }
-  if (h->type == BS_RESULT && h->len == sizeof(conform_rank_result_t) && h->a >= 0 &&
+  if (h->type == BS_RESULT && h->len >= sizeof(conform_rank_result_t) && h->a >= 0 &&
       h->a < co->n_items)
     on_result(S, r, h, payload);
   free(payload);

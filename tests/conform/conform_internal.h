@@ -31,7 +31,8 @@ typedef struct {
   const char *json_path;     /* --json FILE */
   const char *junit_path;    /* --junit FILE */
   int progress;              /* --progress / --no-progress; -1 = only when stderr is a TTY */
-  int verbose;               /* -v: plugin INFO logs and per-rank details */
+  int verbose;               /* -v: plugin INFO logs, and every check's captured output */
+  bool compact;              /* --compact: the table lists only failures and skips */
 } conform_opts_t;
 
 extern conform_opts_t conform_opts;
@@ -88,9 +89,29 @@ typedef struct {
   conform_status_t status;
   double seconds;
   char msg[CONFORM_MSG_MAX * 2];
+  /* What the check's processes wrote while it ran (the plugin's log lines through the logger the
+   * harness hands to init, anything on their stdout/stderr), one line per '\n', each prefixed
+   * with "[rank R] " when there are several ranks. malloc'd, NULL when nothing was written. */
+  char *log;
 } conform_row_t;
 
-/* Per-rank result of one check child, as sent to the coordinator. */
+/* Output capture of one check child (runner.c): the rank parent reads the child's stderr (and
+ * stdout for the suite) from a pipe and keeps at most CONFORM_LOG_CAP bytes: the first half and
+ * the last half, with a line "... N bytes cut ..." between them, so that the last lines before a
+ * crash or a hang are always kept. */
+#define CONFORM_LOG_CAP (64 * 1024)
+typedef struct {
+  char *head;        /* the first CONFORM_LOG_CAP / 2 bytes */
+  size_t head_len;
+  char *ring;        /* the last CONFORM_LOG_CAP / 2 bytes after the head */
+  size_t ring_total; /* bytes that went into the ring */
+} conform_capture_t;
+void conform_capture_add(conform_capture_t *cap, const char *data, size_t len);
+/* The kept text, malloc'd and NUL-terminated (NULL when nothing was written); resets cap. */
+char *conform_capture_take(conform_capture_t *cap);
+
+/* Per-rank result of one check child, as sent to the coordinator (BS_RESULT). The frame's payload
+ * is this struct followed by the child's captured output (conform_capture_take), no NUL. */
 typedef struct {
   int32_t status;  /* conform_status_t */
   int32_t aborted; /* 1 when this rank only failed because another rank did */

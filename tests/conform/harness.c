@@ -204,9 +204,9 @@ long conform_rss_kib(void) {
 
 /* ---------------------------------------------------------------- plugin driving */
 
-/* NCCL's logger: the plugin's INFO/WARN lines go to stderr with the rank, only with -v (WARN
- * always: a plugin that warns during a passing check is worth seeing). */
-static int g_log_rank = -1;
+/* NCCL's logger: the plugin's WARN lines (INFO too with -v, everything with -vv) go to stderr,
+ * which in a check child is captured by the rank parent: they become part of the check's result
+ * (shown under its row with -v, always in --json/--junit), tagged with the rank there. */
 static void conform_logger(strand_log_level_t level, unsigned long flags, const char *file,
                            int line, const char *fmt, ...) {
   (void)flags;
@@ -217,7 +217,7 @@ static void conform_logger(strand_log_level_t level, unsigned long flags, const 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "  [rank %d plugin %s %s:%d] %s\n", g_log_rank,
+    fprintf(stderr, "[plugin %s %s:%d] %s\n",
             level == STRAND_LOG_WARN ? "WARN" : "INFO", file ? file : "?", line, buf);
   }
 }
@@ -233,7 +233,6 @@ static strand_result_t conform_profiler(void **event_handle, int type, void *par
 strand_logger_t conform_logger_fn(void) { return conform_logger; }
 
 strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_id) {
-  g_log_rank = c->rank;
   strand_comm_config_t cfg = {.trafficClass = STRAND_NET_TRAFFIC_CLASS_UNDEF};
   *ctx = NULL; /* v6..v9 adapters leave it untouched, exactly like NCCL's */
   conform_phase(c, "init");

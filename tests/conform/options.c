@@ -11,7 +11,7 @@
 enum {
   OPT_ABI = 1000, OPT_ALL_ABIS, OPT_NRANKS, OPT_RANK, OPT_COORD, OPT_MAX_BYTES, OPT_QUICK,
   OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
-  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS,
+  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT,
 };
 
 static const struct option common_opts[] = {
@@ -34,6 +34,7 @@ static const struct option common_opts[] = {
   {"list", no_argument, 0, OPT_LIST},
   {"progress", no_argument, 0, OPT_PROGRESS},
   {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+  {"compact", no_argument, 0, OPT_COMPACT},
   {"verbose", no_argument, 0, 'v'},
   {"help", no_argument, 0, 'h'},
   {0, 0, 0, 0},
@@ -67,8 +68,12 @@ static void usage(FILE *f) {
     "  --junit FILE           JUnit XML for CI\n"
     "  --list                 print every check id with its clause and exit\n"
     "  --progress / --no-progress   progress line on stderr (default: when stderr is a TTY)\n"
-    "  -v, --verbose          show plugin INFO logs (-vv: everything)\n"
+    "  --compact              the table lists only failures and skips\n"
+    "  -v, --verbose          show each check's captured output (plugin WARN and INFO lines,\n"
+    "                         stdout/stderr) under its row (-vv: every log level)\n"
     "\n"
+    "What the plugin logs or prints while a check runs is captured with that check: it is kept\n"
+    "in --json and --junit, shown under the row with -v, and its last lines under a failure.\n"
     "The last line of the output is always \"N passed, N failed, N skipped\";\n"
     "the exit status is 0 only when nothing failed.\n");
 }
@@ -117,6 +122,7 @@ int conform_parse_opts(int argc, char **argv) {
     case OPT_LIST: conform_report_list(stdout); exit(0);
     case OPT_PROGRESS: conform_opts.progress = 1; break;
     case OPT_NO_PROGRESS: conform_opts.progress = 0; break;
+    case OPT_COMPACT: conform_opts.compact = true; break;
     case 'v': conform_opts.verbose++; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return -1;

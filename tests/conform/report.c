@@ -76,6 +76,59 @@ static void xml_str(FILE *f, const char *s) {
   }
 }
 
+/* The number of lines of a captured log. */
+static int log_lines(const char *log) {
+  int n = 0;
+  for (const char *l = log; l && *l; n++) {
+    const char *e = strchr(l, '\n');
+    if (!e) return n + 1;
+    l = e + 1;
+  }
+  return n;
+}
+
+/* Prints the lines of `log` from line `from` on, each after `prefix`. */
+static void print_log(FILE *o, const char *prefix, const char *log, int from) {
+  int i = 0;
+  for (const char *l = log; l && *l; i++) {
+    const char *e = strchr(l, '\n');
+    int len = e ? (int)(e - l) : (int)strlen(l);
+    if (i >= from) fprintf(o, "%s%.*s\n", prefix, len, l);
+    l += len + (e ? 1 : 0);
+  }
+}
+
+/* The log under a row: every line with -v; for a failure without -v, the last lines (the
+ * explanation of a crash or a hang is usually there). */
+#define FAIL_TAIL_LINES 5
+static void row_log(FILE *o, const char *prefix, const conform_row_t *r) {
+  int n = log_lines(r->log);
+  if (!n) return;
+  if (conform_opts.verbose > 0) {
+    print_log(o, prefix, r->log, 0);
+  } else if (r->status == CONFORM_FAIL) {
+    int from = n > FAIL_TAIL_LINES ? n - FAIL_TAIL_LINES : 0;
+    if (from) fprintf(o, "%slast %d of %d lines of output (-v or --json: all):\n", prefix, n - from, n);
+    else fprintf(o, "%soutput of the check:\n", prefix);
+    print_log(o, prefix, r->log, from);
+  }
+}
+
+/* The plugin's name and library out of the run description ("plugin \"NAME\" from PATH; ..."). */
+static void desc_field(const char *desc, const char *start, const char *end, char *out, size_t len) {
+  out[0] = '\0';
+  const char *a = strstr(desc, start);
+  if (!a) return;
+  a += strlen(start);
+  const char *b = strstr(a, end);
+  snprintf(out, len, "%.*s", b ? (int)(b - a) : (int)strlen(a), a);
+}
+
+/* The environment variables that pick a plugin, a provider or a device: the verdict table of
+ * run.sh (and any reader of several results) tells runs apart by them. */
+static const char *const env_keys[] = {"NCCL_NET", "NCCL_NET_PLUGIN", "FI_PROVIDER",
+                                       "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", NULL};
+
 static int write_json(const conform_run_result_t *run, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -86,6 +139,21 @@ static int write_json(const conform_run_result_t *run, const char *path) {
   conform_report_counts(run, &p, &fl, &s);
   fprintf(f, "{\n  \"tool\": \"strand-conform\",\n  \"plugin\": ");
   json_str(f, run->plugin_desc);
+  char field[CONFORM_PATH_MAX];
+  desc_field(run->plugin_desc, "plugin \"", "\" from ", field, sizeof field);
+  fprintf(f, ",\n  \"plugin_name\": ");
+  json_str(f, field);
+  desc_field(run->plugin_desc, "\" from ", "; ncclNetPlugin: ", field, sizeof field);
+  fprintf(f, ",\n  \"library\": ");
+  json_str(f, field);
+  fprintf(f, ",\n  \"env\": {");
+  for (int i = 0, n = 0; env_keys[i]; i++) {
+    const char *v = getenv(env_keys[i]);
+    if (!v) continue;
+    fprintf(f, "%s\"%s\": ", n++ ? ", " : "", env_keys[i]);
+    json_str(f, v);
+  }
+  fprintf(f, "}");
   fprintf(f, ",\n  \"nranks\": %d,\n  \"max_bytes\": %zu,\n  \"quick\": %s,\n  \"fatal\": ",
           conform_opts.nranks, conform_opts.quick && conform_opts.max_bytes > ((size_t)16 << 20)
                                    ? ((size_t)16 << 20) : conform_opts.max_bytes,
@@ -101,7 +169,17 @@ static int write_json(const conform_run_result_t *run, const char *path) {
     fprintf(f, ", \"status\": \"%s\", \"seconds\": %.3f, \"message\": ", status_str(r->status) ,
             r->seconds);
     json_str(f, r->msg);
-    fprintf(f, "}%s\n", i + 1 < run->n_rows ? "," : "");
+    fprintf(f, ", \"log\": [");
+    for (const char *l = r->log, *sep = ""; l && *l; sep = ", ") {
+      const char *e = strchr(l, '\n');
+      size_t len = e ? (size_t)(e - l) : strlen(l);
+      char *line = strndup(l, len);
+      fputs(sep, f);
+      json_str(f, line ? line : "");
+      free(line);
+      l += len + (e ? 1 : 0);
+    }
+    fprintf(f, "]}%s\n", i + 1 < run->n_rows ? "," : "");
   }
   fprintf(f, "  ]\n}\n");
   return fclose(f);
@@ -142,6 +220,11 @@ static int write_junit(const conform_run_result_t *run, const char *path) {
       xml_str(f, r->msg);
       fprintf(f, "\"/>");
     }
+    if (r->log && r->log[0]) {
+      fprintf(f, "<system-out>");
+      xml_str(f, r->log);
+      fprintf(f, "</system-out>");
+    }
     fprintf(f, "</testcase>\n");
   }
   fprintf(f, "  </testsuite>\n</testsuites>\n");
@@ -165,18 +248,32 @@ int conform_report_write(const conform_run_result_t *run) {
                 r->version, row_id(r));
       if (r->status == CONFORM_FAIL)
         fprintf(o, "# %s: %s\n", r->check ? r->check->clause : "", r->msg);
+      row_log(o, "#   ", r);
     }
   } else {
     fprintf(o, "strand-conform: %s\n", run->plugin_desc);
     int w = 10;
     for (int i = 0; i < run->n_rows; i++)
       if ((int)strlen(row_id(&run->rows[i])) > w) w = (int)strlen(row_id(&run->rows[i]));
-    fprintf(o, "%-4s  %-4s  %-*s  %7s  %s\n", "", "ABI", w, "check", "time", "clause / details");
+    /* --compact: failures in full, skips on one line, passes only in the count line. */
+    if (!conform_opts.compact)
+      fprintf(o, "%-4s  %-4s  %-*s  %7s  %s\n", "", "ABI", w, "check", "time", "clause / details");
+    char indent[300];
+    snprintf(indent, sizeof indent, "%*s", 4 + 2 + 4 + 2 + w + 11, "");
     for (int i = 0; i < run->n_rows; i++) {
       const conform_row_t *r = &run->rows[i];
+      if (conform_opts.compact && r->status == CONFORM_PASS && !(conform_opts.verbose > 0 && r->log))
+        continue;
+      if (conform_opts.compact && r->status == CONFORM_SKIP) {
+        fprintf(o, "SKIP  v%-3d  %s: %s\n", r->version, row_id(r), r->msg);
+        continue;
+      }
       fprintf(o, "%-4s  v%-3d  %-*s  %6.2fs  %s\n", status_str(r->status), r->version, w,
               row_id(r), r->seconds, r->check ? r->check->clause : "");
-      if (r->msg[0]) fprintf(o, "%-4s  %-4s  %-*s           %s\n", "", "", w, "", r->msg);
+      if (r->msg[0]) fprintf(o, "%s%s\n", indent, r->msg);
+      snprintf(indent + strlen(indent), sizeof indent - strlen(indent), "> ");
+      row_log(o, indent, r);
+      indent[strlen(indent) - 2] = '\0';
     }
   }
   if (run->fatal[0]) fprintf(o, "%srun stopped: %s\n", conform_opts.tap ? "# " : "", run->fatal);

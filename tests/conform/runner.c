@@ -4,6 +4,7 @@
  * only the check that triggered it, and every check must start from a freshly initialised plugin,
  * as a new NCCL communicator would. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,10 @@ typedef struct {
   const conform_check_t *check;
   int version; /* 0 when the plugin did not load */
 } run_item_t;
+
+/* The suite captures the check child's stdout too; sim and perf do not (perf prints its tables
+ * from rank 0's check child as they are measured). */
+static bool capture_stdout;
 
 static size_t effective_max_bytes(void) {
   size_t m = conform_opts.max_bytes;
@@ -117,6 +122,72 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   _exit(0);
 }
 
+/* ------------------------------------------------------------------ output capture */
+
+#define CAP_HALF (CONFORM_LOG_CAP / 2)
+
+void conform_capture_add(conform_capture_t *cap, const char *data, size_t len) {
+  if (len && !cap->head && !(cap->head = malloc(CAP_HALF))) return;
+  size_t h = len < CAP_HALF - cap->head_len ? len : CAP_HALF - cap->head_len;
+  memcpy(cap->head + cap->head_len, data, h);
+  cap->head_len += h;
+  data += h;
+  len -= h;
+  if (!len) return;
+  if (!cap->ring && !(cap->ring = malloc(CAP_HALF))) return;
+  if (len > CAP_HALF) { /* only the last CAP_HALF bytes of this chunk can survive */
+    cap->ring_total += len - CAP_HALF;
+    data += len - CAP_HALF;
+    len = CAP_HALF;
+  }
+  size_t pos = cap->ring_total % CAP_HALF, first = len < CAP_HALF - pos ? len : CAP_HALF - pos;
+  memcpy(cap->ring + pos, data, first);
+  memcpy(cap->ring, data + first, len - first);
+  cap->ring_total += len;
+}
+
+char *conform_capture_take(conform_capture_t *cap) {
+  char *out = NULL;
+  size_t kept = cap->ring_total < CAP_HALF ? cap->ring_total : CAP_HALF;
+  if (cap->head_len + kept > 0 && (out = malloc(cap->head_len + kept + 96))) {
+    size_t n = 0;
+    memcpy(out, cap->head, cap->head_len);
+    n = cap->head_len;
+    if (cap->ring_total > CAP_HALF) {
+      /* The ring wrapped: start the kept tail at a line boundary and say how much is missing. */
+      size_t start = cap->ring_total % CAP_HALF, skip = 0;
+      while (skip < kept && cap->ring[(start + skip) % CAP_HALF] != '\n') skip++;
+      if (skip < kept) skip++;
+      if (n && out[n - 1] != '\n') out[n++] = '\n';
+      n += (size_t)sprintf(out + n, "... %zu bytes cut ...\n",
+                           cap->ring_total - kept + skip);
+      for (size_t i = skip; i < kept; i++) out[n++] = cap->ring[(start + i) % CAP_HALF];
+    } else {
+      memcpy(out + n, cap->ring, kept);
+      n += kept;
+    }
+    out[n] = '\0';
+  }
+  free(cap->head);
+  free(cap->ring);
+  memset(cap, 0, sizeof *cap);
+  return out;
+}
+
+/* Reads what is in the pipe now; closes it (*fd = -1) at end of file. */
+static void capture_drain(int *fd, conform_capture_t *cap) {
+  char buf[8192];
+  while (*fd >= 0) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) conform_capture_add(cap, buf, (size_t)n);
+    else if (n < 0 && errno == EINTR) continue;
+    else {
+      if (n == 0 || errno != EAGAIN) close(*fd), *fd = -1;
+      return;
+    }
+  }
+}
+
 /* ------------------------------------------------------------------ rank parent */
 
 static int pidfd_open_compat(pid_t pid) {
@@ -143,25 +214,45 @@ static const char *signame(int sig) {
 }
 
 /* Run one item in a child and fill `res`. Returns -1 when the run must stop (FINAL received). */
+/* The child's output (stderr, and stdout for the suite) goes into a pipe that this rank parent
+ * reads while it watches: what the plugin logs during a check belongs to that check's result
+ * (*log, malloc'd), never to the terminal between rows. */
 static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, int rank,
                     int nranks, const char *hostport, int ctl, child_shm_t *shm,
-                    conform_rank_result_t *res, int *final_seen) {
+                    conform_rank_result_t *res, int *final_seen, char **log) {
   memset(res, 0, sizeof *res);
   memset((void *)shm, 0, sizeof *shm);
+  *log = NULL;
+  conform_capture_t cap = {0};
+  int lp[2] = {-1, -1};
+  if (pipe2(lp, O_CLOEXEC) != 0) lp[0] = lp[1] = -1; /* no capture: output goes through */
   fflush(NULL);
   double t0 = conform_now();
   pid_t pid = fork();
   if (pid < 0) {
     res->status = CONFORM_FAIL;
     snprintf(res->msg, sizeof res->msg, "fork failed: %s", strerror(errno));
+    if (lp[0] >= 0) close(lp[0]), close(lp[1]);
     return 0;
   }
   if (pid == 0) {
     close(ctl);
     setpgid(0, 0); /* the watchdog kills the whole group, plugin helpers included */
+    if (lp[1] >= 0) {
+      dup2(lp[1], STDERR_FILENO);
+      if (capture_stdout) dup2(lp[1], STDOUT_FILENO);
+      close(lp[0]);
+      close(lp[1]);
+      setvbuf(stdout, NULL, _IOLBF, 0); /* a crash must not eat buffered lines */
+    }
     run_child(p, it, item, rank, nranks, hostport, shm);
   }
   setpgid(pid, pid);
+  int logfd = lp[0];
+  if (lp[1] >= 0) {
+    close(lp[1]);
+    fcntl(logfd, F_SETFL, fcntl(logfd, F_GETFL) | O_NONBLOCK);
+  }
   double bound = it->check->timeout_s * conform_opts.timeout_scale;
   double kill_at = t0 + 900 + bound; /* until every rank joined; then the check's own bound */
   bool started = false;
@@ -171,13 +262,15 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
   int status = 0;
   bool exited = false;
   while (!exited) {
-    struct pollfd fds[2] = {{ctl, POLLIN, 0}, {pfd, POLLIN, 0}};
+    /* pidfd last: without one, poll the other two */
+    struct pollfd fds[3] = {{ctl, POLLIN, 0}, {logfd, POLLIN, 0}, {pfd, POLLIN, 0}};
     double left = kill_at - conform_now();
     int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
     if (pfd < 0 && ms > 10) ms = 10;
     if (!started && ms > 20) ms = 20; /* notice the start to arm the real bound */
-    int pr = poll(fds, pfd >= 0 ? 2 : 1, ms);
+    int pr = poll(fds, pfd >= 0 ? 3 : 2, ms);
     if (pr < 0 && errno != EINTR) break;
+    if (pr > 0 && fds[1].revents) capture_drain(&logfd, &cap);
     if (!started && shm->started_at > 0) {
       started = true;
       t0 = shm->started_at;
@@ -228,11 +321,17 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
       res->seconds = conform_now() - t0;
       if (pfd >= 0) close(pfd);
       kill(-pid, SIGKILL); /* stragglers of the group */
+      capture_drain(&logfd, &cap); /* the last lines before a hang often explain it */
+      if (logfd >= 0) close(logfd);
+      *log = conform_capture_take(&cap);
       return *final_seen ? -1 : 0;
     }
   }
   if (pfd >= 0) close(pfd);
   kill(-pid, SIGKILL); /* threads die with the child; forked helpers must too */
+  capture_drain(&logfd, &cap); /* everything the child wrote is in the pipe by now */
+  if (logfd >= 0) close(logfd);
+  *log = conform_capture_take(&cap);
   res->seconds = conform_now() - t0;
   if (WIFSIGNALED(status)) {
     res->status = CONFORM_FAIL;
@@ -327,6 +426,7 @@ static int rank_main(const char *hostport, int rank, int nranks,
     run_item_t *it = &items[k];
     conform_rank_result_t res;
     memset(&res, 0, sizeof res);
+    char *log = NULL;
     if (!conform_plugin_loaded && !(it->check->flags & CONFORM_F_NO_PLUGIN)) {
       /* load.symbols names the cause; the run's exit status is non-zero anyway (report.c). */
       res.status = CONFORM_SKIP;
@@ -339,11 +439,22 @@ static int rank_main(const char *hostport, int rank, int nranks,
         char e[256];
         if (conform_plugin_select(p, it->version, e, sizeof e) == 0) cur_version = it->version;
       }
-      if (run_item(p, it, k, rank, nranks, hostport, ctl, shm, &res, &final_seen) < 0) {
+      if (run_item(p, it, k, rank, nranks, hostport, ctl, shm, &res, &final_seen, &log) < 0) {
         /* fall through: report this one, then stop */
       }
     }
-    if (bs_write_frame(ctl, BS_RESULT, k, rank, &res, sizeof res)) {
+    /* The result, then the captured output (its length is the frame's rest). */
+    size_t loglen = log ? strlen(log) : 0;
+    char *frame = malloc(sizeof res + loglen);
+    if (frame) {
+      memcpy(frame, &res, sizeof res);
+      if (loglen) memcpy(frame + sizeof res, log, loglen);
+    }
+    int wr = frame ? bs_write_frame(ctl, BS_RESULT, k, rank, frame, (uint32_t)(sizeof res + loglen))
+                   : bs_write_frame(ctl, BS_RESULT, k, rank, &res, sizeof res);
+    free(frame);
+    free(log);
+    if (wr) {
       fprintf(stderr, "strand-conform rank %d: lost the coordinator\n", rank);
       final_seen = 1;
       break;
@@ -449,6 +560,7 @@ int conform_run_checks(const conform_check_t *const *checks, int n) {
     }
   }
   conform_coord_destroy(co);
+  for (int i = 0; i < run.n_rows; i++) free(run.rows[i].log);
   free(run.rows);
   return rc;
 }
@@ -465,6 +577,7 @@ int conform_cmd_run(void) {
     free(sel);
     return 2;
   }
+  capture_stdout = true;
   int rc = conform_run_checks(sel, m);
   free(sel);
   return rc;

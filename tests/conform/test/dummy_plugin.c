@@ -1,8 +1,11 @@
 /* A tiny plugin for strand-conform's own tests (loader, watchdog, crash isolation, reporting).
  * It exports ncclNetPlugin_v9 and _v12 and has no network: listen fails. CONFORM_DUMMY_MODE picks
  * a misbehaviour: "crash-props" (SIGSEGV in getProperties), "hang-props" (getProperties never
- * returns), "bad-speed" (speed 0), "exit-init" (calls exit in init); anything else behaves. */
+ * returns), "bad-speed" (speed 0), "exit-init" (calls exit in init), "warn-props" (getProperties
+ * logs a WARN through NCCL's logger and writes a line to stderr and one to stdout, then behaves);
+ * anything else behaves. "crash-props" logs a WARN before it crashes. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +18,8 @@ static const char *mode(void) {
   const char *m = getenv("CONFORM_DUMMY_MODE");
   return m ? m : "";
 }
+
+static strand_logger_t g_logger; /* the logger init was given */
 
 static strand_result_t d_devices(int *n) {
   *n = 1;
@@ -40,7 +45,17 @@ static void fill12(strand_props_v12_t *p) {
 
 static strand_result_t d_props12(int dev, strand_props_v12_t *p) {
   if (dev != 0) return STRAND_INVALID_ARGUMENT;
-  if (strcmp(mode(), "crash-props") == 0) raise(SIGSEGV);
+  if (strcmp(mode(), "warn-props") == 0) {
+    if (g_logger) g_logger(STRAND_LOG_WARN, 0, "dummy_plugin.c", __LINE__,
+                           "NET/conformdummy : dummy-warn-line dev %d", dev);
+    fprintf(stderr, "dummy-stderr-line\n");
+    printf("dummy-stdout-line\n");
+  }
+  if (strcmp(mode(), "crash-props") == 0) {
+    if (g_logger) g_logger(STRAND_LOG_WARN, 0, "dummy_plugin.c", __LINE__,
+                           "NET/conformdummy : dummy-last-words before the crash");
+    raise(SIGSEGV);
+  }
   if (strcmp(mode(), "hang-props") == 0)
     for (;;) pause();
   fill12(p);
@@ -65,12 +80,13 @@ static strand_result_t d_props9(int dev, strand_props_v9_t *p) {
 
 static strand_result_t d_init12(void **ctx, uint64_t id, strand_comm_config_t *cfg,
                                 strand_logger_t l, strand_profiler_cb_t pf) {
-  (void)id; (void)cfg; (void)l; (void)pf;
+  (void)id; (void)cfg; (void)pf;
+  g_logger = l;
   if (strcmp(mode(), "exit-init") == 0) exit(3);
   *ctx = (void *)0x1;
   return STRAND_SUCCESS;
 }
-static strand_result_t d_init9(strand_logger_t l) { (void)l; return STRAND_SUCCESS; }
+static strand_result_t d_init9(strand_logger_t l) { g_logger = l; return STRAND_SUCCESS; }
 static strand_result_t d_fin(void *ctx) { (void)ctx; return STRAND_SUCCESS; }
 static strand_result_t d_listen12(void *ctx, int dev, void *h, void **lc) {
   (void)ctx; (void)dev; (void)h; *lc = NULL;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Self-test of strand-conform's own machinery against the dummy plugin (test/dummy_plugin.c):
 # selection, crash and hang isolation, report formats, --list vs CHECKS.md, multi-host mode on
-# localhost, and a rank that never joins. usage: selftest.sh STRAND_CONFORM DUMMY_PLUGIN
+# localhost, a rank that never joins, per-check output capture, and run.sh's verdict table.
+# usage: selftest.sh STRAND_CONFORM DUMMY_PLUGIN
 set -u
 CONFORM=$1
 DUMMY=$2
@@ -100,6 +101,53 @@ t1=$(date +%s)
 wait $B 2>/dev/null
 [ $rc != 0 ] && [ $((t1 - t0)) -lt 20 ] && ok "dead rank ends the run" \
   || { cat "$WORK/10a.out"; fail "dead rank rc=$rc"; }
+
+# 11. what a plugin logs or prints during a check belongs to that check: nothing on the terminal
+#     by default, under the row with -v, always in the JSON; the last lines under a crash
+CONFORM_DUMMY_MODE=warn-props "$CONFORM" --no-progress --only props.name --json "$WORK/11.json" \
+  "$DUMMY" >"$WORK/11.out" 2>"$WORK/11.err"
+rc=$?
+[ $rc = 0 ] && ! grep -q 'dummy-' "$WORK/11.out" "$WORK/11.err" \
+  && ok "plugin output captured, not shown by default" \
+  || { cat "$WORK/11.out" "$WORK/11.err"; fail "plugin output leaked rc=$rc"; }
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+log = [c for c in d['checks'] if c['id'] == 'props.name'][0]['log']
+for want in ('[rank 0] [plugin WARN dummy_plugin.c:', 'dummy-warn-line', '[rank 1] dummy-stderr-line',
+             '[rank 0] dummy-stdout-line'):
+    assert any(want in l for l in log), (want, log)
+" "$WORK/11.json" && ok "plugin output in the JSON" || fail "plugin output in the JSON"
+CONFORM_DUMMY_MODE=warn-props "$CONFORM" --no-progress -v --only props.name "$DUMMY" \
+  >"$WORK/11v.out" 2>&1
+grep -A3 'PASS .*props.name' "$WORK/11v.out" | grep -q '> \[rank 0\] \[plugin WARN .*dummy-warn-line' \
+  && ok "-v shows the output under the row" || { cat "$WORK/11v.out"; fail "-v output"; }
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:handle_segv=0" CONFORM_DUMMY_MODE=crash-props "$CONFORM" --no-progress \
+  --only props.name "$DUMMY" >"$WORK/11c.out" 2>&1
+grep -A4 'FAIL .*props.name' "$WORK/11c.out" | grep -q 'dummy-last-words before the crash' \
+  && ok "a crash shows its last output" || { cat "$WORK/11c.out"; fail "crash output"; }
+
+# 12. run.sh's verdict table across plugins, from two --json results (one failing)
+"$CONFORM" --no-progress --only 'props.*' --json "$WORK/12-good.json" "$DUMMY" >/dev/null 2>&1
+CONFORM_DUMMY_MODE=bad-speed FI_PROVIDER=prov-x "$CONFORM" --no-progress --only 'props.*' \
+  --json "$WORK/12-bad.json" "$DUMMY" >/dev/null 2>&1
+RUNSH=$(cd "$HERE/../.." && pwd)/run.sh
+"$RUNSH" --summary "$WORK/12-good.json" "$WORK/12-bad.json" >"$WORK/12.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q '^=== verdict across plugins ===$' "$WORK/12.out" \
+  && grep -Eq '^plugin +provider/device +ABI +passed +failed +skipped +verdict$' "$WORK/12.out" \
+  && grep -Eq '^conformdummy +default +v12 +12 +0 +1 +PASS$' "$WORK/12.out" \
+  && grep -Eq '^conformdummy +prov-x +v12 +11 +1 +1 +FAIL$' "$WORK/12.out" \
+  && tail -n 1 "$WORK/12.out" | grep -Eq '^total +2 rows +23 +1 +2 +FAIL +1 of 2 rows failed$' \
+  && ok "verdict table (failing run)" || { cat "$WORK/12.out"; fail "verdict table rc=$rc"; }
+"$RUNSH" --summary "$WORK/12-good.json" "$WORK/12-missing.json" >"$WORK/12m.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -Eq '^12-missing +- +- +0 +0 +0 +FAIL +no result' "$WORK/12m.out" \
+  && ok "verdict table (missing result)" || { cat "$WORK/12m.out"; fail "missing result rc=$rc"; }
+"$RUNSH" --summary "$WORK/12-good.json" >"$WORK/12g.out" 2>&1
+rc=$?
+[ $rc = 0 ] && tail -n 1 "$WORK/12g.out" | grep -Eq '^total +1 row +12 +0 +1 +PASS$' \
+  && ok "verdict table (passing run)" || { cat "$WORK/12g.out"; fail "passing verdict rc=$rc"; }
 
 echo "$FAILS selftest failure(s)"
 [ $FAILS = 0 ]

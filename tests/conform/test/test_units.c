@@ -168,12 +168,52 @@ static void test_report_counts(void **state) {
   assert_int_equal(c, 1);
 }
 
+/* The per-check output capture keeps everything up to the cap, then the head and the last lines
+ * with a note of what was cut. */
+static void test_capture(void **state) {
+  (void)state;
+  conform_capture_t cap = {0};
+  assert_null(conform_capture_take(&cap));
+  conform_capture_add(&cap, "one\n", 4);
+  conform_capture_add(&cap, "two\n", 4);
+  char *s = conform_capture_take(&cap);
+  assert_string_equal(s, "one\ntwo\n");
+  free(s);
+  /* 10000 numbered lines of 20 bytes = 200000 bytes, fed in odd-sized chunks */
+  char *all = malloc(200001);
+  for (int i = 0; i < 10000; i++) snprintf(all + i * 20, 21, "line %014d\n", i);
+  for (size_t off = 0; off < 200000;) {
+    size_t n = 200000 - off < 777 ? 200000 - off : 777;
+    conform_capture_add(&cap, all + off, n);
+    off += n;
+  }
+  s = conform_capture_take(&cap);
+  assert_true(strlen(s) <= CONFORM_LOG_CAP + 64);
+  assert_true(strncmp(s, "line 00000000000000\n", 20) == 0);
+  assert_non_null(strstr(s, " bytes cut ...\n"));
+  size_t len = strlen(s);
+  assert_string_equal(s + len - 20, "line 00000000009999\n");
+  /* the tail starts on a whole line and the note's count adds up */
+  const char *note = strstr(s, "... ");
+  const char *tail = strchr(note, '\n') + 1;
+  assert_true(strncmp(tail, "line ", 5) == 0);
+  size_t cut = strtoull(note + 4, NULL, 10);
+  assert_int_equal(CONFORM_LOG_CAP / 2 + cut + strlen(tail), 200000);
+  free(s);
+  /* one chunk larger than the whole cap */
+  conform_capture_add(&cap, all, 200000);
+  s = conform_capture_take(&cap);
+  assert_string_equal(s + strlen(s) - 20, "line 00000000009999\n");
+  free(s);
+  free(all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_candidates), cmocka_unit_test(test_rewrite),
     cmocka_unit_test(test_load_dummy), cmocka_unit_test(test_props_fields),
     cmocka_unit_test(test_patterns), cmocka_unit_test(test_selection),
-    cmocka_unit_test(test_report_counts),
+    cmocka_unit_test(test_report_counts), cmocka_unit_test(test_capture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
