@@ -103,6 +103,7 @@ extern const conform_check_t conform_checks_limits[];
 extern const conform_check_t conform_checks_group[];
 extern const conform_check_t conform_checks_life[];
 extern const conform_check_t conform_checks_collnet[];
+extern const conform_check_t conform_checks_hostile[];
 
 /* ------------------------------------------------------------------------------------------- */
 /* What a check body sees.                                                                      */
@@ -227,6 +228,15 @@ strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_
 strand_result_t conform_plugin_finalize(conform_ctx_t *c, void *ctx);
 /* Properties through the adapted table. */
 int conform_props(conform_ctx_t *c, int dev, strand_props_v12_t *p);
+/* Every net-table call a check body makes goes through a watcher (harness.c) that records results
+ * outside ncclResult_t's range (§2.1) in a log the rank shares with all later check children of
+ * the run; hostile.result-codes (the last check) reports what it holds. */
+typedef struct {
+  char check[64]; /* id of the check that saw it */
+  char call[24];  /* the net-table member */
+  int code;
+} conform_result_seen_t;
+int conform_results_seen(const conform_result_seen_t **seen);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);

@@ -63,6 +63,11 @@ const void *conform_plugin_symbol(const conform_plugin_t *p, bool collnet, int v
 
 /* upgrade.c: build p->net / p->collnet from p->raw_* as NCCL's core adapters do (§1.5). */
 void conform_upgrade_net(conform_plugin_t *p);
+/* The result watcher (harness.c): the log is mapped shared once per rank parent, before the first
+ * check child; conform_watch_net returns a copy of `real` whose non-NULL members record results
+ * outside 0..ncclNumResults-1 under `check_id` (one watched table per check child). */
+void conform_results_log_open(void);
+const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const char *check_id);
 void conform_upgrade_collnet(conform_plugin_t *p);
 /* The adapter's own refusals (size > 1 GiB for v6..v8 isend/irecv, >= 2 GiB regMr for v6/v7)
  * are reported as STRAND_INTERNAL_ERROR just like NCCL's core; this tells whether the last

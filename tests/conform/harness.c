@@ -2,6 +2,7 @@
  * proxy-shaped helpers that drive the (adapted, v12-shaped) plugin table the way NCCL's core
  * does: one thread per comm, NULL requests retried, test() polled, every wait bounded. */
 #include <dirent.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,4 +564,87 @@ out:
   conform_buf_free(&sb);
   conform_buf_free(&rb);
   return rc;
+}
+
+/* ---------------------------------------------------------------- result watcher */
+
+enum { RESULTS_SEEN_MAX = 64 };
+typedef struct {
+  int n; /* entries claimed (may exceed RESULTS_SEEN_MAX: the rest are counted, not kept) */
+  conform_result_seen_t e[RESULTS_SEEN_MAX];
+} results_log_t;
+
+static results_log_t *g_results_log;   /* MAP_SHARED: inherited by every check child */
+static strand_net_v12_t g_real_net, g_watched_net;
+static const char *g_watch_check = "";
+
+void conform_results_log_open(void) {
+  if (g_results_log) return;
+  void *m = mmap(NULL, sizeof *g_results_log, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m != MAP_FAILED) g_results_log = m;
+}
+
+int conform_results_seen(const conform_result_seen_t **seen) {
+  if (!g_results_log) {
+    *seen = NULL;
+    return 0;
+  }
+  __sync_synchronize();
+  *seen = g_results_log->e;
+  int n = __atomic_load_n(&g_results_log->n, __ATOMIC_ACQUIRE);
+  return n < RESULTS_SEEN_MAX ? n : RESULTS_SEEN_MAX;
+}
+
+static strand_result_t watch(const char *call, strand_result_t r) {
+  if (((int)r < 0 || (int)r >= STRAND_NUM_RESULTS) && g_results_log) {
+    int i = __atomic_fetch_add(&g_results_log->n, 1, __ATOMIC_ACQ_REL);
+    if (i < RESULTS_SEEN_MAX) {
+      conform_result_seen_t *e = &g_results_log->e[i];
+      snprintf(e->check, sizeof e->check, "%s", g_watch_check);
+      snprintf(e->call, sizeof e->call, "%s", call);
+      e->code = (int)r;
+    }
+  }
+  return r;
+}
+
+#define W(name, params, args) \
+  static strand_result_t w_##name params { return watch(#name, g_real_net.name args); }
+W(init, (void **ctx, uint64_t id, strand_comm_config_t *cfg, strand_logger_t lg, strand_profiler_cb_t pf),
+  (ctx, id, cfg, lg, pf))
+W(devices, (int *ndev), (ndev))
+W(getProperties, (int dev, strand_props_v12_t *p), (dev, p))
+W(listen, (void *ctx, int dev, void *h, void **lc), (ctx, dev, h, lc))
+W(connect, (void *ctx, int dev, void *h, void **sc, strand_dev_handle_t **dh), (ctx, dev, h, sc, dh))
+W(accept, (void *lc, void **rc, strand_dev_handle_t **dh), (lc, rc, dh))
+W(regMr, (void *comm, void *data, size_t size, int type, void **mh), (comm, data, size, type, mh))
+W(regMrDmaBuf, (void *comm, void *data, size_t size, int type, uint64_t off, int fd, void **mh),
+  (comm, data, size, type, off, fd, mh))
+W(deregMr, (void *comm, void *mh), (comm, mh))
+W(isend, (void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req),
+  (sc, data, size, tag, mh, ph, req))
+W(irecv, (void *rc, int n, void **data, size_t *sizes, int *tags, void **mhs, void **phs, void **req),
+  (rc, n, data, sizes, tags, mhs, phs, req))
+W(iflush, (void *rc, int n, void **data, int *sizes, void **mhs, void **req), (rc, n, data, sizes, mhs, req))
+W(test, (void *req, int *done, int *sizes), (req, done, sizes))
+W(closeSend, (void *sc), (sc))
+W(closeRecv, (void *rc), (rc))
+W(closeListen, (void *lc), (lc))
+W(getDeviceMr, (void *comm, void *mh, void **dmh), (comm, mh, dmh))
+W(irecvConsumed, (void *rc, int n, void *req), (rc, n, req))
+W(makeVDevice, (int *d, strand_vprops_v12_t *p), (d, p))
+W(finalize, (void *ctx), (ctx))
+W(setNetAttr, (void *ctx, strand_net_attr_t *a), (ctx, a))
+#undef W
+
+const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const char *check_id) {
+  g_real_net = *real;
+  g_watched_net = *real;
+  g_watch_check = check_id;
+#define S(name) if (real->name) g_watched_net.name = w_##name
+  S(init); S(devices); S(getProperties); S(listen); S(connect); S(accept); S(regMr); S(regMrDmaBuf);
+  S(deregMr); S(isend); S(irecv); S(iflush); S(test); S(closeSend); S(closeRecv); S(closeListen);
+  S(getDeviceMr); S(irecvConsumed); S(makeVDevice); S(finalize); S(setNetAttr);
+#undef S
+  return &g_watched_net;
 }

@@ -53,7 +53,8 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   memset(&c, 0, sizeof c);
   c.check = it->check;
   c.plugin = p;
-  c.net = &p->net;
+  /* A NULL-table (plugin not loaded) stays as it is; otherwise calls go through the watcher. */
+  c.net = conform_plugin_loaded ? conform_watch_net(&p->net, it->check->id) : &p->net;
   c.collnet = p->has_collnet ? &p->collnet : NULL;
   c.version = it->version;
   c.rank = rank;
@@ -418,6 +419,7 @@ static int rank_main(const char *hostport, int rank, int nranks,
   }
   free(payload);
 
+  conform_results_log_open();
   child_shm_t *shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                           -1, 0);
   int final_seen = 0;
