@@ -123,8 +123,15 @@ conform_all() {
       *strand-ofi.so)
         for prov in "tcp;ofi_rxm" "sockets"; do
           echo; echo "=== $label FI_PROVIDER=$prov ==="
+          local extra=()
+          if [ "$prov" = sockets ]; then
+            # A defect of libfabric's sockets provider, not of the plugin (docs/plugins/ofi.md,
+            # "Hostile traffic and misuse"): junk from strangers wedges the provider itself.
+            extra=(--skip hostile.stranger-on-listen-port)
+            echo "(hostile.stranger-on-listen-port left out: known sockets-provider defect)"
+          fi
           jsons+=("$RESULTS/$(printf %02d $ran)-$label-${prov//[^A-Za-z0-9_]/_}.json")
-          FI_PROVIDER="$prov" "$conform" --compact --json "${jsons[-1]}" \
+          FI_PROVIDER="$prov" "$conform" --compact --json "${jsons[-1]}" "${extra[@]}" \
             ${STRAND_CONFORM_ARGS:-} "$plugin" || true
           ran=$((ran + 1))
         done ;;
