@@ -25,6 +25,11 @@
 
 #include "strand/abi/abi.h"
 
+/* Largest result a plugin may return (spec §2.1: ncclSuccess..ncclRemoteError, the codes of the
+ * plugin ABI's err.h). ncclInProgress (7) and ncclTimeout (8) are the core's own; a plugin that
+ * returns them hands the core a state it never expects from a net call. */
+#define CONFORM_PLUGIN_RESULT_MAX STRAND_REMOTE_ERROR
+
 #define CONFORM_MAX_RANKS 64
 #define CONFORM_MAX_VERSIONS 7          /* v6..v12 */
 #define CONFORM_MSG_MAX 1024            /* one result message */

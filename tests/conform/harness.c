@@ -596,7 +596,7 @@ int conform_results_seen(const conform_result_seen_t **seen) {
 }
 
 static strand_result_t watch(const char *call, strand_result_t r) {
-  if (((int)r < 0 || (int)r >= STRAND_NUM_RESULTS) && g_results_log) {
+  if (((int)r < 0 || (int)r > CONFORM_PLUGIN_RESULT_MAX) && g_results_log) {
     int i = __atomic_fetch_add(&g_results_log->n, 1, __ATOMIC_ACQ_REL);
     if (i < RESULTS_SEEN_MAX) {
       conform_result_seen_t *e = &g_results_log->e[i];

@@ -549,13 +549,13 @@ out:
 
 static int g_bad_codes;
 
-/* One provoked result: any value ncclResult_t defines (§2.1: 0..8; ncclNumResults = 9 is a
- * sentinel, not a result) passes. */
+/* One provoked result: any code the plugin ABI defines (§2.1: 0..6, ncclSuccess..ncclRemoteError)
+ * passes; 7 and 8 are the core's own states, 9 a sentinel. */
 static void code_seen(conform_ctx_t *c, const char *call, strand_result_t r) {
-  if ((int)r >= 0 && (int)r < STRAND_NUM_RESULTS) return;
+  if ((int)r >= 0 && (int)r <= CONFORM_PLUGIN_RESULT_MAX) return;
   g_bad_codes++;
-  conform_fail(c, "%s returned %d, which is no ncclResult_t (§2.1 defines 0..%d)", call, (int)r,
-               STRAND_NUM_RESULTS - 1);
+  conform_fail(c, "%s returned %d, which is no result a plugin may return (§2.1: 0..%d)", call,
+               (int)r, CONFORM_PLUGIN_RESULT_MAX);
 }
 
 static conform_status_t hostile_result_codes(conform_ctx_t *c) {
@@ -665,13 +665,13 @@ static conform_status_t hostile_result_codes(conform_ctx_t *c) {
   for (int i = 0; i < n; i++) {
     if (strcmp(seen[i].check, c->check->id) == 0) continue;
     if (shown++ < 8)
-      conform_fail(c, "in %s, %s returned %d, which is no ncclResult_t", seen[i].check, seen[i].call,
-                   seen[i].code);
+      conform_fail(c, "in %s, %s returned %d, which is no result a plugin may return (0..%d)",
+                   seen[i].check, seen[i].call, seen[i].code, CONFORM_PLUGIN_RESULT_MAX);
   }
   if (shown > 8) conform_fail(c, "(%d more out-of-range results in earlier checks)", shown - 8);
   if (c->status != CONFORM_FAIL)
     conform_note(c, "%d provoked call results, all within 0..%d; no out-of-range result in earlier "
-                 "checks of this rank", calls, STRAND_NUM_RESULTS - 1);
+                 "checks of this rank", calls, CONFORM_PLUGIN_RESULT_MAX);
   return conform_verdict(c);
 }
 
@@ -687,7 +687,7 @@ const conform_check_t conform_checks_hostile[] = {
   {"hostile.test-after-done", "§6.9", "test() on a request already reported done: an error, or done "
    "again with the same size", hostile_test_after_done, 30, 0},
   {"hostile.result-codes", "§2.1",
-   "provoked errors, and every result any check saw, are ncclResult_t values (0..8)",
+   "provoked errors, and every result any check saw, are results a plugin may return (0..6)",
    hostile_result_codes, 60, 0},
   {0},
 };
