@@ -152,7 +152,7 @@ char *conform_capture_take(conform_capture_t *cap) {
   size_t kept = cap->ring_total < CAP_HALF ? cap->ring_total : CAP_HALF;
   if (cap->head_len + kept > 0 && (out = malloc(cap->head_len + kept + 96))) {
     size_t n = 0;
-    memcpy(out, cap->head, cap->head_len);
+    if (cap->head_len > 0) memcpy(out, cap->head, cap->head_len); /* head is NULL when empty */
     n = cap->head_len;
     if (cap->ring_total > CAP_HALF) {
       /* The ring wrapped: start the kept tail at a line boundary and say how much is missing. */
@@ -163,7 +163,7 @@ char *conform_capture_take(conform_capture_t *cap) {
       n += (size_t)sprintf(out + n, "... %zu bytes cut ...\n",
                            cap->ring_total - kept + skip);
       for (size_t i = skip; i < kept; i++) out[n++] = cap->ring[(start + i) % CAP_HALF];
-    } else {
+    } else if (kept > 0) { /* ring is NULL when nothing went past the head */
       memcpy(out + n, cap->ring, kept);
       n += kept;
     }
