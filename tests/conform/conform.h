@@ -159,6 +159,16 @@ conform_status_t conform_fail(conform_ctx_t *c, const char *fmt, ...)
 conform_status_t conform_skip(conform_ctx_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void conform_note(conform_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A pass with a warning: something NCCL tolerates but a plugin author should know about. The text
+ * goes into the note after CONFORM_WARNING_PREFIX; the report shows such a row as WARN (table) and
+ * "warning": true (JSON), and counts it as passed. */
+void conform_warn(conform_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define CONFORM_WARNING_PREFIX "WARNING: "
+/* devices() returned 0 (success): the plugin's hardware is not on this host. Every check that
+ * needs a device skips with exactly this message, and the run exits with CONFORM_EXIT_NO_DEVICES
+ * instead of passing or failing (docs/conformance.md). */
+#define CONFORM_ZERO_DEVICES_MSG "not testable here: 0 devices"
+#define CONFORM_EXIT_NO_DEVICES 3
 /* Names the plugin call in progress; the rank parent quotes it when the child crashes or hangs. */
 void conform_phase(conform_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *conform_result_str(strand_result_t r);

@@ -69,6 +69,19 @@ void conform_upgrade_net(conform_plugin_t *p);
 void conform_results_log_open(void);
 const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const char *check_id);
 void conform_upgrade_collnet(conform_plugin_t *p);
+/* Re-read p->raw_net / p->raw_collnet into p->net / p->collnet without resetting the adapters'
+ * init-once state (after the first successful init: tables filled in by init, §1.3). */
+void conform_upgrade_reread(conform_plugin_t *p);
+/* Crash attribution (harness.c). conform_signals_snapshot records the SIGSEGV/SIGBUS/SIGABRT
+ * dispositions (the rank parent, before dlopen); conform_signals_restore compares the current ones
+ * with the snapshot, puts the snapshot back for any that changed, and appends "SIGSEGV handler
+ * replaced during WHEN" to `out` (NULL: only restore). Returns how many had been replaced. */
+void conform_signals_snapshot(void);
+int conform_signals_restore(const char *when, volatile char *out, size_t len);
+/* Where a check child writes what conform_signals_restore found after init (shared with the rank
+ * parent, which quotes it when the child dies); NULL outside a check child. */
+extern volatile char *conform_sig_note;
+#define CONFORM_SIG_NOTE_MAX 256
 /* The adapter's own refusals (size > 1 GiB for v6..v8 isend/irecv, >= 2 GiB regMr for v6/v7)
  * are reported as STRAND_INTERNAL_ERROR just like NCCL's core; this tells whether the last
  * failure came from the adapter rather than from the plugin. */

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,15 @@ void conform_note(conform_ctx_t *c, const char *fmt, ...) {
   va_start(ap, fmt);
   append_msg(c->note, sizeof c->note, fmt, ap);
   va_end(ap);
+}
+
+void conform_warn(conform_ctx_t *c, const char *fmt, ...) {
+  char tmp[CONFORM_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  conform_note(c, "%s%s", CONFORM_WARNING_PREFIX, tmp);
 }
 
 void conform_phase(conform_ctx_t *c, const char *fmt, ...) {
@@ -237,7 +247,59 @@ strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_
   strand_comm_config_t cfg = {.trafficClass = STRAND_NET_TRAFFIC_CLASS_UNDEF};
   *ctx = NULL; /* v6..v9 adapters leave it untouched, exactly like NCCL's */
   conform_phase(c, "init");
-  return c->net->init(ctx, comm_id, &cfg, conform_logger, conform_profiler);
+  strand_result_t r = c->net->init(ctx, comm_id, &cfg, conform_logger, conform_profiler);
+  /* A library the plugin pulls in (libfabric, ...) may install its own SIGSEGV handler that prints
+   * and exit()s: put the suite's dispositions back so that a crash is reported as the signal, and
+   * record the replacement for the rank parent's message. */
+  conform_signals_restore("init", conform_sig_note, CONFORM_SIG_NOTE_MAX);
+  static bool reread;
+  if (r == STRAND_SUCCESS && !reread && c->plugin_loaded) {
+    /* NCCL reads the members after init returned (§1.3): re-read the tables, once per process. */
+    reread = true;
+    conform_upgrade_reread((conform_plugin_t *)c->plugin);
+    if (c->net != &c->plugin->net) conform_watch_net(&c->plugin->net, c->check->id);
+  }
+  return r;
+}
+
+/* ------------------------------------------------------------------ crash attribution */
+
+static const int g_watched_sigs[] = {SIGSEGV, SIGBUS, SIGABRT};
+#define N_WATCHED_SIGS (int)(sizeof g_watched_sigs / sizeof g_watched_sigs[0])
+static struct sigaction g_sig_snapshot[N_WATCHED_SIGS];
+static bool g_sig_snapshot_taken;
+volatile char *conform_sig_note;
+
+void conform_signals_snapshot(void) {
+  for (int i = 0; i < N_WATCHED_SIGS; i++) sigaction(g_watched_sigs[i], NULL, &g_sig_snapshot[i]);
+  g_sig_snapshot_taken = true;
+}
+
+int conform_signals_restore(const char *when, volatile char *out, size_t len) {
+  if (!g_sig_snapshot_taken) return 0;
+  int n = 0;
+  for (int i = 0; i < N_WATCHED_SIGS; i++) {
+    struct sigaction now;
+    if (sigaction(g_watched_sigs[i], NULL, &now) != 0) continue;
+    bool is_info = now.sa_flags & SA_SIGINFO, was_info = g_sig_snapshot[i].sa_flags & SA_SIGINFO;
+    void *h_now = is_info ? (void *)now.sa_sigaction : (void *)now.sa_handler;
+    void *h_was = was_info ? (void *)g_sig_snapshot[i].sa_sigaction : (void *)g_sig_snapshot[i].sa_handler;
+    if (h_now == h_was && is_info == was_info) continue;
+    sigaction(g_watched_sigs[i], &g_sig_snapshot[i], NULL);
+    n++;
+    if (!out) continue;
+    char line[96];
+    const char *name = g_watched_sigs[i] == SIGSEGV ? "SIGSEGV" : g_watched_sigs[i] == SIGBUS ? "SIGBUS" : "SIGABRT";
+    snprintf(line, sizeof line, "%s handler replaced during %s", name, when);
+    size_t used = 0;
+    while (used < len && out[used]) used++;
+    /* plain byte writes: the rank parent reads this after the child died */
+    const char *sep = used ? "; " : "";
+    for (const char *q = sep; *q && used + 1 < len; q++) out[used++] = *q;
+    for (const char *q = line; *q && used + 1 < len; q++) out[used++] = *q;
+    if (used < len) out[used] = '\0';
+  }
+  return n;
 }
 
 strand_result_t conform_plugin_finalize(conform_ctx_t *c, void *ctx) {

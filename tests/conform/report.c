@@ -12,6 +12,17 @@ static const char *status_str(conform_status_t s) {
   return s == CONFORM_PASS ? "PASS" : s == CONFORM_FAIL ? "FAIL" : "SKIP";
 }
 
+/* A pass whose note carries a warning (conform_warn): shown as WARN, counted as passed. */
+static bool row_warned(const conform_row_t *r) {
+  return r->status == CONFORM_PASS && strstr(r->msg, CONFORM_WARNING_PREFIX) != NULL;
+}
+
+/* A skip because devices() returned 0: the plugin's hardware is not on this host. */
+static bool row_no_devices(const conform_row_t *r) {
+  return r->status == CONFORM_SKIP &&
+         strncmp(r->msg, CONFORM_ZERO_DEVICES_MSG, strlen(CONFORM_ZERO_DEVICES_MSG)) == 0;
+}
+
 void conform_report_list(FILE *out) {
   const conform_check_t **all;
   int n = conform_all_checks(&all);
@@ -164,7 +175,8 @@ static int write_json(const conform_run_result_t *run, const char *path) {
     const conform_row_t *r = &run->rows[i];
     fprintf(f, "    {\"id\": ");
     json_str(f, row_id(r));
-    fprintf(f, ", \"abi\": %d, \"clause\": ", r->version);
+    fprintf(f, ", \"abi\": %d, \"warning\": %s, \"clause\": ", r->version,
+            row_warned(r) ? "true" : "false");
     json_str(f, r->check ? r->check->clause : "");
     fprintf(f, ", \"status\": \"%s\", \"seconds\": %.3f, \"message\": ", status_str(r->status) ,
             r->seconds);
@@ -232,8 +244,12 @@ static int write_junit(const conform_run_result_t *run, const char *path) {
 }
 
 int conform_report_write(const conform_run_result_t *run) {
-  int p, fl, s;
+  int p, fl, s, warned = 0, no_dev = 0;
   conform_report_counts(run, &p, &fl, &s);
+  for (int i = 0; i < run->n_rows; i++) {
+    warned += row_warned(&run->rows[i]);
+    no_dev += row_no_devices(&run->rows[i]);
+  }
   FILE *o = stdout;
   if (conform_opts.tap) {
     fprintf(o, "TAP version 13\n");
@@ -258,17 +274,20 @@ int conform_report_write(const conform_run_result_t *run) {
     /* --compact: failures in full, skips on one line, passes only in the count line. */
     if (!conform_opts.compact)
       fprintf(o, "%-4s  %-4s  %-*s  %7s  %s\n", "", "ABI", w, "check", "time", "clause / details");
+    int shown_no_dev = 0;
     char indent[300];
     snprintf(indent, sizeof indent, "%*s", 4 + 2 + 4 + 2 + w + 11, "");
     for (int i = 0; i < run->n_rows; i++) {
       const conform_row_t *r = &run->rows[i];
       if (conform_opts.compact && r->status == CONFORM_PASS && !(conform_opts.verbose > 0 && r->log))
         continue;
+      /* 0 devices: said once (the first such row, and the line before the counts). */
+      if (row_no_devices(r) && shown_no_dev++) continue;
       if (conform_opts.compact && r->status == CONFORM_SKIP) {
         fprintf(o, "SKIP  v%-3d  %s: %s\n", r->version, row_id(r), r->msg);
         continue;
       }
-      fprintf(o, "%-4s  v%-3d  %-*s  %6.2fs  %s\n", status_str(r->status), r->version, w,
+      fprintf(o, "%-4s  v%-3d  %-*s  %6.2fs  %s\n", row_warned(r) ? "WARN" : status_str(r->status), r->version, w,
               row_id(r), r->seconds, r->check ? r->check->clause : "");
       if (r->msg[0]) fprintf(o, "%s%s\n", indent, r->msg);
       snprintf(indent + strlen(indent), sizeof indent - strlen(indent), "> ");
@@ -277,6 +296,13 @@ int conform_report_write(const conform_run_result_t *run) {
     }
   }
   if (run->fatal[0]) fprintf(o, "%srun stopped: %s\n", conform_opts.tap ? "# " : "", run->fatal);
+  const char *pre = conform_opts.tap ? "# " : "";
+  if (warned) fprintf(o, "%s%d passed with a warning (WARN: tolerated by NCCL, see the details)\n", pre, warned);
+  /* devices() = 0 and nothing failed: neither a pass nor a failure (exit status 3). */
+  bool zero_devices = no_dev > 0 && fl == 0 && !run->fatal[0];
+  if (zero_devices)
+    fprintf(o, "%sstrand-conform: %s (devices() returned 0 on this host: the plugin's hardware is "
+            "absent; %d check(s) skipped)\n", pre, CONFORM_ZERO_DEVICES_MSG, no_dev);
   if (conform_opts.json_path) write_json(run, conform_opts.json_path);
   if (conform_opts.junit_path) write_junit(run, conform_opts.junit_path);
   /* In TAP the verdict line is a comment, so TAP consumers (meson) read it without complaint. */
@@ -284,5 +310,6 @@ int conform_report_write(const conform_run_result_t *run) {
   fflush(o);
   /* A library that does not load never gives a green run, whatever --only selected. */
   bool not_loaded = strncmp(run->plugin_desc, "plugin did not load", 19) == 0;
-  return (fl > 0 || run->fatal[0] || not_loaded) ? 1 : 0;
+  if (fl > 0 || run->fatal[0] || not_loaded) return 1;
+  return zero_devices ? CONFORM_EXIT_NO_DEVICES : 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
   conform_rank_result_t res;
   volatile char phase[128];
   volatile double started_at; /* conform_now() when every rank had joined the check */
+  volatile char sig_note[CONFORM_SIG_NOTE_MAX]; /* signal handlers the plugin replaced in init */
 } child_shm_t;
 
 typedef struct {
@@ -46,6 +47,9 @@ static size_t effective_max_bytes(void) {
 static conform_plugin_t conform_loaded_plugin;
 static bool conform_plugin_loaded;
 static char conform_load_error[2048];
+/* Signal handlers the plugin (or a library it pulled in) installed while being dlopen'ed; the rank
+ * parent puts the suite's own back before any check child is forked. */
+static char conform_dlopen_sig_note[CONFORM_SIG_NOTE_MAX];
 
 static void run_child(const conform_plugin_t *p, const run_item_t *it, int item, int rank,
                       int nranks, const char *hostport, child_shm_t *shm) {
@@ -68,6 +72,7 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   c.plugin_loaded = conform_plugin_loaded;
   c.load_error = conform_load_error;
   c.phase = shm->phase;
+  conform_sig_note = shm->sig_note;
   c.session = NULL; /* until conform_session_open */
   double t0 = conform_now();
   /* The time bound starts when every rank is in the check: a rank that finished the previous
@@ -93,7 +98,9 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
         c.inited = true;
         conform_phase(&c, "devices");
         r = c.net->devices(&c.ndev);
-        if (r != STRAND_SUCCESS || c.ndev <= 0)
+        if (r == STRAND_SUCCESS && c.ndev == 0)
+          st = conform_skip(&c, CONFORM_ZERO_DEVICES_MSG); /* no hardware here: not a failure */
+        else if (r != STRAND_SUCCESS || c.ndev <= 0)
           st = conform_skip(&c, "not run: devices() returned %s with %d devices (see load.init)",
                             conform_result_str(r), c.ndev);
       }
@@ -334,10 +341,25 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
   if (logfd >= 0) close(logfd);
   *log = conform_capture_take(&cap);
   res->seconds = conform_now() - t0;
+  /* Handlers the plugin replaced (restored by the suite, so a crash still shows as the signal). */
+  char replaced[2 * CONFORM_SIG_NOTE_MAX + 8];
+  snprintf(replaced, sizeof replaced, "%s%s%.*s", conform_dlopen_sig_note,
+           conform_dlopen_sig_note[0] && shm->sig_note[0] ? "; " : "", CONFORM_SIG_NOTE_MAX - 1,
+           (const char *)shm->sig_note);
   if (WIFSIGNALED(status)) {
     res->status = CONFORM_FAIL;
-    snprintf(res->msg, sizeof res->msg, "crashed with %s (signal %d) during %s", signame(WTERMSIG(status)),
-             WTERMSIG(status), shm->phase[0] ? (const char *)shm->phase : "start-up");
+    snprintf(res->msg, sizeof res->msg, "crashed with %s (signal %d) during %s%s%s%s",
+             signame(WTERMSIG(status)), WTERMSIG(status),
+             shm->phase[0] ? (const char *)shm->phase : "start-up",
+             replaced[0] ? " (the plugin or a library it loaded had replaced the handler: " : "",
+             replaced, replaced[0] ? "; strand-conform restored its own so the crash shows as "
+                                     "the signal)" : "");
+  } else if (!shm->valid && replaced[0] && WEXITSTATUS(status) != 0) {
+    res->status = CONFORM_FAIL;
+    snprintf(res->msg, sizeof res->msg, "the check process exited (status %d) without a result "
+             "during %s: the plugin (or a library it loaded: %s) replaced the crash signal "
+             "handler and exited — likely a crash", WEXITSTATUS(status),
+             shm->phase[0] ? (const char *)shm->phase : "start-up", replaced);
   } else if (!shm->valid) {
     res->status = CONFORM_FAIL;
     snprintf(res->msg, sizeof res->msg, "the check process exited (status %d) without a result "
@@ -374,8 +396,10 @@ static void describe_plugin(const conform_plugin_t *p, bool loaded, const char *
 static int rank_main(const char *hostport, int rank, int nranks,
                      const conform_check_t *const *checks, int n_checks) {
   conform_plugin_t *p = &conform_loaded_plugin;
+  conform_signals_snapshot();
   conform_plugin_loaded = conform_plugin_load(conform_opts.plugin, conform_opts.abi_forced, p,
                                               conform_load_error, sizeof conform_load_error) == 0;
+  conform_signals_restore("dlopen", conform_dlopen_sig_note, sizeof conform_dlopen_sig_note);
   int versions[CONFORM_MAX_VERSIONS], nv = 0;
   if (!conform_plugin_loaded) versions[nv++] = 0;
   else if (conform_opts.all_abis)

@@ -328,10 +328,11 @@ static strand_result_t w_makevdev_v11(int *d, strand_vprops_v12_t *props) {
 
 static strand_result_t w_getprops_v11(int dev, strand_props_v12_t *out) { return w_getprops(dev, out); }
 
-void conform_upgrade_net(conform_plugin_t *p) {
+/* Copies the raw table's members into p->net (adapters where the version needs them). Called at
+ * load, and again after the first successful init: a plugin may fill its table during init. */
+static void fill_net(conform_plugin_t *p) {
   g_raw = p->raw_net;
   g_ver = p->version;
-  g_init_refs = g_init_done = 0;
   strand_net_v12_t *o = &p->net;
   memset(o, 0, sizeof *o);
   if (!g_raw) return;
@@ -400,6 +401,11 @@ void conform_upgrade_net(conform_plugin_t *p) {
   }
   if (g_ver >= 9) o->makeVDevice = NV(9)->makeVDevice ? w_makevdev_v11 : NULL;
   o->setNetAttr = NULL;
+}
+
+void conform_upgrade_net(conform_plugin_t *p) {
+  g_init_refs = g_init_done = 0;
+  fill_net(p);
 }
 
 /* ------------------------------------------------------------------ CollNet wrappers */
@@ -493,10 +499,9 @@ static strand_result_t cw_makevdev(int *d, strand_vprops_v12_t *props) {
   return g_cver == 11 ? CV(11)->makeVDevice(d, &v) : CV(9)->makeVDevice(d, &v);
 }
 
-void conform_upgrade_collnet(conform_plugin_t *p) {
+static void fill_collnet(conform_plugin_t *p) {
   g_craw = p->raw_collnet;
   g_cver = p->collnet_version;
-  g_cinit_refs = g_cinit_done = 0;
   strand_collnet_v12_t *o = &p->collnet;
   memset(o, 0, sizeof *o);
   p->has_collnet = g_craw != NULL;
@@ -561,4 +566,17 @@ void conform_upgrade_collnet(conform_plugin_t *p) {
   o->closeColl = CV(9)->closeColl;
   o->closeListen = CV(9)->closeListen;
   o->makeVDevice = CV(9)->makeVDevice ? cw_makevdev : NULL;
+}
+
+void conform_upgrade_collnet(conform_plugin_t *p) {
+  g_cinit_refs = g_cinit_done = 0;
+  fill_collnet(p);
+}
+
+/* NCCL's core reads a table's members only after init returned (§1.3): a plugin may export a table
+ * holding just name and init and fill the rest during init. The check child re-reads the raw
+ * tables after its first successful init, keeping the init-once state of the v6..v10 adapters. */
+void conform_upgrade_reread(conform_plugin_t *p) {
+  fill_net(p);
+  fill_collnet(p);
 }

@@ -224,8 +224,16 @@ static conform_status_t life_init_finalize(conform_ctx_t *c) {
     c->net_ctx = ctx;
     int nd = 0;
     conform_phase(c, "devices");
-    c->net->devices(&nd);
+    r = c->net->devices(&nd);
     c->ndev = nd;
+    if (r != STRAND_SUCCESS || nd <= 0) {
+      /* No device to listen on: 0 is a clean "not testable here", an error is load.init's. */
+      conform_plugin_finalize(c, ctx);
+      c->net_ctx = NULL;
+      if (r == STRAND_SUCCESS && nd == 0) return conform_skip(c, CONFORM_ZERO_DEVICES_MSG);
+      return conform_skip(c, "not run: devices() returned %s with %d devices (see load.init)",
+                          conform_result_str(r), nd);
+    }
     conform_link_t l;
     if (conform_link_open(c, 0, &l)) return conform_fail(c, "(after init #%d)", i + 1);
     if (conform_ping(c, &l, 5000, 95000 + (uint64_t)i)) return conform_fail(c, "(after init #%d)", i + 1);
@@ -257,7 +265,14 @@ static conform_status_t life_two_contexts(conform_ctx_t *c) {
       goto out;
     }
   }
-  c->net->devices(&c->ndev);
+  conform_phase(c, "devices");
+  strand_result_t rd = c->net->devices(&c->ndev);
+  if (rd != STRAND_SUCCESS || c->ndev <= 0) {
+    if (rd == STRAND_SUCCESS && c->ndev == 0) conform_skip(c, CONFORM_ZERO_DEVICES_MSG);
+    else conform_skip(c, "not run: devices() returned %s with %d devices (see load.init)",
+                      conform_result_str(rd), c->ndev);
+    goto out;
+  }
   for (int k = 0; k < 2; k++) {
     c->net_ctx = ctx[k];
     if (conform_link_open(c, 0, &l[k])) goto out;
@@ -273,6 +288,7 @@ out:
     }
   }
   c->net_ctx = NULL;
+  if (c->status == CONFORM_SKIP) return CONFORM_SKIP;
   return conform_verdict(c);
 }
 

@@ -93,7 +93,11 @@ static conform_status_t props_pcipath(conform_ctx_t *c) {
 
 static conform_status_t props_speed(conform_ctx_t *c) {
   strand_props_v12_t p;
-  FOR_EACH_DEV(c, p) if (p.speed <= 0) conform_fail(c, "dev %d: speed %d Mbps (must be > 0)", dev, p.speed);
+  /* NCCL's core treats speed <= 0 as 10 Gb/s (spec §2.6); NICs that do not know their link speed
+   * report -1. Tolerated, so a warning, not a failure. */
+  FOR_EACH_DEV(c, p) if (p.speed <= 0)
+    conform_warn(c, "dev %d: speed %d Mbps: NCCL's core treats a speed <= 0 as 10 Gb/s (10000 Mbps),"
+                 " so topology and tuning assume 10 Gb/s whatever the link really does", dev, p.speed);
   return done(c);
 }
 
@@ -222,7 +226,7 @@ const conform_check_t conform_checks_props[] = {
    props_fields_written, 20, 0},
   {"props.name", "§2.6 name", "name non-empty and unique per device", props_name, 20, 0},
   {"props.pcipath", "§2.6 pciPath", "pciPath NULL or an existing directory", props_pcipath, 20, 0},
-  {"props.speed-positive", "§2.6 speed", "speed > 0", props_speed, 20, 0},
+  {"props.speed-positive", "§2.6 speed", "speed > 0 (<= 0: a warning, the core assumes 10 Gb/s)", props_speed, 20, 0},
   {"props.max-comms-positive", "§2.6 maxComms", "maxComms > 0", props_max_comms, 20, 0},
   {"props.max-recvs-range", "§2.6 maxRecvs, §6.7", "1 <= maxRecvs <= 8", props_max_recvs, 20, 0},
   {"props.ptr-support-host", "§2.6 ptrSupport, §6.10", "ptrSupport has NCCL_PTR_HOST, no unknown bits",

@@ -1,7 +1,7 @@
 /* A tiny plugin for strand-conform's own tests (loader, watchdog, crash isolation, reporting).
  * It exports ncclNetPlugin_v9 and _v12 and has no network: listen fails. CONFORM_DUMMY_MODE picks
  * a misbehaviour: "crash-props" (SIGSEGV in getProperties), "hang-props" (getProperties never
- * returns), "bad-speed" (speed 0), "exit-init" (calls exit in init), "warn-props" (getProperties
+ * returns), "bad-max-comms" (maxComms 0), "exit-init" (calls exit in init), "warn-props" (getProperties
  * logs a WARN through NCCL's logger and writes a line to stderr and one to stdout, then behaves);
  * anything else behaves. "crash-props" logs a WARN before it crashes. */
 #include <signal.h>
@@ -32,8 +32,8 @@ static void fill12(strand_props_v12_t *p) {
   p->pciPath = NULL;
   p->guid = 0;
   p->ptrSupport = STRAND_PTR_HOST;
-  p->speed = strcmp(mode(), "bad-speed") == 0 ? 0 : 10000;
-  p->maxComms = 1024;
+  p->speed = 10000;
+  p->maxComms = strcmp(mode(), "bad-max-comms") == 0 ? 0 : 1024;
   p->maxRecvs = 1;
   p->vProps.ndevs = 1;
   p->maxP2pBytes = (size_t)1 << 30;

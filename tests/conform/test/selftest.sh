@@ -129,7 +129,7 @@ grep -A4 'FAIL .*props.name' "$WORK/11c.out" | grep -q 'dummy-last-words before 
 
 # 12. run.sh's verdict table across plugins, from two --json results (one failing)
 "$CONFORM" --no-progress --only 'props.*' --json "$WORK/12-good.json" "$DUMMY" >/dev/null 2>&1
-CONFORM_DUMMY_MODE=bad-speed FI_PROVIDER=prov-x "$CONFORM" --no-progress --only 'props.*' \
+CONFORM_DUMMY_MODE=bad-max-comms FI_PROVIDER=prov-x "$CONFORM" --no-progress --only 'props.*' \
   --json "$WORK/12-bad.json" "$DUMMY" >/dev/null 2>&1
 RUNSH=$(cd "$HERE/../.." && pwd)/run.sh
 "$RUNSH" --summary "$WORK/12-good.json" "$WORK/12-bad.json" >"$WORK/12.out" 2>&1
