@@ -242,6 +242,11 @@ typedef struct {
   int code;
 } conform_result_seen_t;
 int conform_results_seen(const conform_result_seen_t **seen);
+/* WARN lines the plugin logged (through the harness's logger) while a closeSend/closeRecv/
+ * closeListen/finalize was in progress in this check process and that read like a leak report
+ * (case-insensitive: "leak", "not freed", "not released", "not been freed", "still allocated",
+ * "still registered", "still in use", "still open", "outstanding"). *first gets the first one. */
+int conform_close_warnings(const char **first);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);
