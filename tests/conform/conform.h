@@ -86,6 +86,12 @@ enum {
   CONFORM_F_COLLNET = 1u << 1,   /* skipped (with reason) when the library has no CollNet */
   CONFORM_F_SLOW = 1u << 2,      /* reduced under --quick */
   CONFORM_F_NO_PLUGIN = 1u << 3, /* runs even when the plugin failed to load (load.*) */
+  /* The verdict cannot depend on the ABI version: the check looks at the library itself, or
+   * drives only listen/connect/accept/close*, which every core adapter passes through unchanged,
+   * to test the plugin's own connection machinery (timeouts, strangers, forged handles). With
+   * --all-abis it runs once, at the newest version; the other versions report it as a skip that
+   * says so. When unsure, a check stays per-ABI. */
+  CONFORM_F_ABI_INDEPENDENT = 1u << 4,
 };
 
 typedef struct {

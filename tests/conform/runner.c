@@ -444,6 +444,11 @@ static int rank_main(const char *hostport, int rank, int nranks,
       /* load.symbols names the cause; the run's exit status is non-zero anyway (report.c). */
       res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "not run: the plugin did not load (see load.symbols)");
+    } else if ((it->check->flags & CONFORM_F_ABI_INDEPENDENT) && conform_plugin_loaded &&
+               it->version != versions[0]) {
+      /* --all-abis: versions[0] is the newest; an ABI-independent check runs there only. */
+      res.status = CONFORM_SKIP;
+      snprintf(res.msg, sizeof res.msg, "ABI-independent: run once, at v%d (--all-abis)", versions[0]);
     } else if ((it->check->flags & CONFORM_F_COLLNET) && conform_plugin_loaded && !p->has_collnet) {
       res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "the library exports no ncclCollNetPlugin_v* symbol");
