@@ -387,7 +387,7 @@ static conform_status_t life_close_clean(conform_ctx_t *c) {
   c->net->devices(&c->ndev);
   conform_link_t l;
   if (conform_link_open(c, 0, &l) == 0) {
-    conform_ping(c, &l, 70000, 98000);
+    conform_ping(c, &l, 4096, 98000);
     conform_link_close(c, &l);
   }
   r = conform_plugin_finalize(c, ctx);
