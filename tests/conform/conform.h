@@ -86,6 +86,12 @@ enum {
   CONFORM_F_COLLNET = 1u << 1,   /* skipped (with reason) when the library has no CollNet */
   CONFORM_F_SLOW = 1u << 2,      /* reduced under --quick */
   CONFORM_F_NO_PLUGIN = 1u << 3, /* runs even when the plugin failed to load (load.*) */
+  /* The verdict cannot depend on the ABI version: the check looks at the library itself, or
+   * drives only listen/connect/accept/close*, which every core adapter passes through unchanged,
+   * to test the plugin's own connection machinery (timeouts, strangers, forged handles). With
+   * --all-abis it runs once, at the newest version; the other versions report it as a skip that
+   * says so. When unsure, a check stays per-ABI. */
+  CONFORM_F_ABI_INDEPENDENT = 1u << 4,
 };
 
 typedef struct {
@@ -252,6 +258,11 @@ typedef struct {
   int code;
 } conform_result_seen_t;
 int conform_results_seen(const conform_result_seen_t **seen);
+/* WARN lines the plugin logged (through the harness's logger) while a closeSend/closeRecv/
+ * closeListen/finalize was in progress in this check process and that read like a leak report
+ * (case-insensitive: "leak", "not freed", "not released", "not been freed", "still allocated",
+ * "still registered", "still in use", "still open", "outstanding"). *first gets the first one. */
+int conform_close_warnings(const char **first);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);

@@ -22,6 +22,7 @@ typedef struct {
   double timeout_scale;      /* --timeout-scale: multiplies every check's time bound */
   double call_bound_s;       /* --call-bound: max seconds one non-blocking plugin call may take */
   double stale_bound_s;      /* --stale-bound: how long connect to a dead listener may say NULL */
+  double close_bound_s;      /* --close-bound: max seconds one close* or finalize call may take */
   double bootstrap_timeout_s;/* --bootstrap-timeout: ranks joining / coordinator reachability */
   const char *only[64];      /* --only globs (fnmatch), any match selects */
   int n_only;
@@ -82,6 +83,12 @@ int conform_signals_restore(const char *when, volatile char *out, size_t len);
  * parent, which quotes it when the child dies); NULL outside a check child. */
 extern volatile char *conform_sig_note;
 #define CONFORM_SIG_NOTE_MAX 256
+/* The close bound (harness.c): the watcher marks close*() and finalize calls in a page the rank parent
+ * shares (mapped by conform_results_log_open); the parent resets it before each check child and
+ * asks whether one call has been running longer than `bound` seconds (its name and time then). */
+void conform_close_watch_reset(void);
+bool conform_close_in_progress(void);
+bool conform_close_overdue(double bound, char *call, size_t len, double *took);
 /* The adapter's own refusals (size > 1 GiB for v6..v8 isend/irecv, >= 2 GiB regMr for v6/v7)
  * are reported as STRAND_INTERNAL_ERROR just like NCCL's core; this tells whether the last
  * failure came from the adapter rather than from the plugin. */

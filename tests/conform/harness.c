@@ -218,9 +218,18 @@ long conform_rss_kib(void) {
 /* NCCL's logger: the plugin's WARN lines (INFO too with -v, everything with -vv) go to stderr,
  * which in a check child is captured by the rank parent: they become part of the check's result
  * (shown under its row with -v, always in --json/--junit), tagged with the rank there. */
+static void close_warn_seen(const char *msg);
 static void conform_logger(strand_log_level_t level, unsigned long flags, const char *file,
                            int line, const char *fmt, ...) {
   (void)flags;
+  if (level == STRAND_LOG_WARN) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    close_warn_seen(buf);
+  }
   if (level == STRAND_LOG_WARN || conform_opts.verbose > 0) {
     if (level != STRAND_LOG_WARN && level != STRAND_LOG_INFO && conform_opts.verbose < 2) return;
     char buf[1024];
@@ -637,6 +646,12 @@ typedef struct {
 } results_log_t;
 
 static results_log_t *g_results_log;   /* MAP_SHARED: inherited by every check child */
+typedef struct {
+  int depth;              /* close/finalize calls in progress (several threads may close) */
+  double started;         /* conform_now() when depth went from 0 to 1 */
+  char call[24];          /* that call */
+} close_watch_t;
+static close_watch_t *g_close_watch;   /* MAP_SHARED too: the close bound (below) */
 static strand_net_v12_t g_real_net, g_watched_net;
 static const char *g_watch_check = "";
 
@@ -644,6 +659,8 @@ void conform_results_log_open(void) {
   if (g_results_log) return;
   void *m = mmap(NULL, sizeof *g_results_log, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m != MAP_FAILED) g_results_log = m;
+  m = mmap(NULL, sizeof *g_close_watch, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m != MAP_FAILED) g_close_watch = m;
 }
 
 int conform_results_seen(const conform_result_seen_t **seen) {
@@ -655,6 +672,67 @@ int conform_results_seen(const conform_result_seen_t **seen) {
   *seen = g_results_log->e;
   int n = __atomic_load_n(&g_results_log->n, __ATOMIC_ACQUIRE);
   return n < RESULTS_SEEN_MAX ? n : RESULTS_SEEN_MAX;
+}
+
+/* Close bound and leak warnings. The watcher marks every closeSend/closeRecv/closeListen/finalize
+ * in a page shared with the rank parent, which kills the check child when one of them has not
+ * returned within --close-bound x --timeout-scale (runner.c). The WARN lines the plugin logs while
+ * one is in progress are matched against the leak pattern (conform_close_warnings). */
+static int g_close_warns;
+static char g_close_warn_first[256];
+
+/* Case-insensitive fragments that make a WARN during close/finalize a leak report. */
+static const char *const leak_words[] = {"leak", "not freed", "not released", "not been freed",
+                                         "still allocated", "still registered", "still in use",
+                                         "still open", "outstanding", NULL};
+
+static void close_warn_seen(const char *msg) {
+  if (!g_close_watch || __atomic_load_n(&g_close_watch->depth, __ATOMIC_ACQUIRE) <= 0) return;
+  char low[1024];
+  size_t n = 0;
+  for (; msg[n] && n + 1 < sizeof low; n++) low[n] = (char)((msg[n] >= 'A' && msg[n] <= 'Z') ? msg[n] + 32 : msg[n]);
+  low[n] = '\0';
+  for (int i = 0; leak_words[i]; i++)
+    if (strstr(low, leak_words[i])) {
+      if (__atomic_fetch_add(&g_close_warns, 1, __ATOMIC_ACQ_REL) == 0)
+        snprintf(g_close_warn_first, sizeof g_close_warn_first, "%.255s", msg);
+      return;
+    }
+}
+
+int conform_close_warnings(const char **first) {
+  if (first) *first = g_close_warn_first;
+  return __atomic_load_n(&g_close_warns, __ATOMIC_ACQUIRE);
+}
+
+void conform_close_watch_reset(void) {
+  if (g_close_watch) memset(g_close_watch, 0, sizeof *g_close_watch);
+}
+
+bool conform_close_overdue(double bound, char *call, size_t len, double *took) {
+  if (!g_close_watch || __atomic_load_n(&g_close_watch->depth, __ATOMIC_ACQUIRE) <= 0) return false;
+  double t = conform_now() - g_close_watch->started;
+  if (g_close_watch->started <= 0 || t <= bound) return false;
+  snprintf(call, len, "%s", g_close_watch->call);
+  *took = t;
+  return true;
+}
+
+bool conform_close_in_progress(void) {
+  return g_close_watch && __atomic_load_n(&g_close_watch->depth, __ATOMIC_ACQUIRE) > 0;
+}
+
+static void close_begin(const char *call) {
+  if (!g_close_watch) return;
+  if (__atomic_fetch_add(&g_close_watch->depth, 1, __ATOMIC_ACQ_REL) == 0) {
+    snprintf(g_close_watch->call, sizeof g_close_watch->call, "%s", call);
+    g_close_watch->started = conform_now();
+  }
+}
+
+static void close_end(void) {
+  if (!g_close_watch) return;
+  if (__atomic_sub_fetch(&g_close_watch->depth, 1, __ATOMIC_ACQ_REL) == 0) g_close_watch->started = 0;
 }
 
 static strand_result_t watch(const char *call, strand_result_t r) {
@@ -689,13 +767,21 @@ W(irecv, (void *rc, int n, void **data, size_t *sizes, int *tags, void **mhs, vo
   (rc, n, data, sizes, tags, mhs, phs, req))
 W(iflush, (void *rc, int n, void **data, int *sizes, void **mhs, void **req), (rc, n, data, sizes, mhs, req))
 W(test, (void *req, int *done, int *sizes), (req, done, sizes))
-W(closeSend, (void *sc), (sc))
-W(closeRecv, (void *rc), (rc))
-W(closeListen, (void *lc), (lc))
+#define WC(name, params, args)                                                          \
+  static strand_result_t w_##name params {                                              \
+    close_begin(#name);                                                                 \
+    strand_result_t r = g_real_net.name args;                                           \
+    close_end();                                                                        \
+    return watch(#name, r);                                                             \
+  }
+WC(closeSend, (void *sc), (sc))
+WC(closeRecv, (void *rc), (rc))
+WC(closeListen, (void *lc), (lc))
+WC(finalize, (void *ctx), (ctx))
+#undef WC
 W(getDeviceMr, (void *comm, void *mh, void **dmh), (comm, mh, dmh))
 W(irecvConsumed, (void *rc, int n, void *req), (rc, n, req))
 W(makeVDevice, (int *d, strand_vprops_v12_t *p), (d, p))
-W(finalize, (void *ctx), (ctx))
 W(setNetAttr, (void *ctx, strand_net_attr_t *a), (ctx, a))
 #undef W
 

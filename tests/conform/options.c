@@ -10,7 +10,7 @@
 
 enum {
   OPT_ABI = 1000, OPT_ALL_ABIS, OPT_NRANKS, OPT_RANK, OPT_COORD, OPT_MAX_BYTES, OPT_QUICK,
-  OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
+  OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_CLOSE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
   OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT,
 };
 
@@ -25,6 +25,7 @@ static const struct option common_opts[] = {
   {"timeout-scale", required_argument, 0, OPT_TSCALE},
   {"call-bound", required_argument, 0, OPT_CALL_BOUND},
   {"stale-bound", required_argument, 0, OPT_STALE_BOUND},
+  {"close-bound", required_argument, 0, OPT_CLOSE_BOUND},
   {"bootstrap-timeout", required_argument, 0, OPT_BS_TIMEOUT},
   {"only", required_argument, 0, OPT_ONLY},
   {"skip", required_argument, 0, OPT_SKIP},
@@ -60,6 +61,7 @@ static void usage(FILE *f) {
     "  --timeout-scale F      multiply every check's time bound (slow machines, sanitizers)\n"
     "  --call-bound S         max seconds one connect/accept call may take (default 2)\n"
     "  --stale-bound S        max seconds connect to a dead listener may stay pending (15)\n"
+    "  --close-bound S        max seconds one close*/finalize call may take (5, x --timeout-scale)\n"
     "  --bootstrap-timeout S  max seconds for all ranks to join (default 60)\n"
     "  --only GLOB[,GLOB]     run only matching check ids (fnmatch; an area name selects it)\n"
     "  --skip GLOB[,GLOB]     skip matching check ids\n"
@@ -113,6 +115,7 @@ int conform_parse_opts(int argc, char **argv) {
     case OPT_TSCALE: conform_opts.timeout_scale = atof(optarg); break;
     case OPT_CALL_BOUND: conform_opts.call_bound_s = atof(optarg); break;
     case OPT_STALE_BOUND: conform_opts.stale_bound_s = atof(optarg); break;
+    case OPT_CLOSE_BOUND: conform_opts.close_bound_s = atof(optarg); break;
     case OPT_BS_TIMEOUT: conform_opts.bootstrap_timeout_s = atof(optarg); break;
     case OPT_ONLY: add_globs(conform_opts.only, &conform_opts.n_only, optarg); break;
     case OPT_SKIP: add_globs(conform_opts.skip, &conform_opts.n_skip, optarg); break;

@@ -140,6 +140,105 @@ static void desc_field(const char *desc, const char *start, const char *end, cha
 static const char *const env_keys[] = {"NCCL_NET", "NCCL_NET_PLUGIN", "FI_PROVIDER",
                                        "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", NULL};
 
+/* Identical failures: one root cause (listen unimplemented, a broken init path) fails many checks
+ * with the same first message. The groups are keyed by that message normalized: the first rank's
+ * text ("[rank R] " dropped, cut at " | " and "; "), every run of digits (sizes, counts, devices,
+ * addresses, "0x..." included) replaced by "#", and a "CALL returned CODE" message cut after CODE. */
+#define COLLAPSE_MIN 3   /* a group this large is announced at the top */
+#define COLLAPSE_SHOWN 3 /* at most this many groups are announced */
+static void first_msg(const char *msg, char *out, size_t len) {
+  const char *m = msg;
+  if (strncmp(m, "[rank ", 6) == 0) {
+    const char *e = strstr(m, "] ");
+    if (e) m = e + 2;
+  }
+  size_t n = strlen(m);
+  const char *a = strstr(m, " | "), *b = strstr(m, "; ");
+  if (a && (size_t)(a - m) < n) n = (size_t)(a - m);
+  if (b && (size_t)(b - m) < n) n = (size_t)(b - m);
+  snprintf(out, len, "%.*s", (int)n, m);
+}
+static bool is_hex(char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+static void normalize_msg(const char *msg, char *out, size_t len) {
+  char first[CONFORM_MSG_MAX];
+  first_msg(msg, first, sizeof first);
+  size_t o = 0;
+  for (const char *p = first; *p && o + 2 < len;) {
+    if (p[0] == '0' && p[1] == 'x' && is_hex(p[2])) {
+      for (p += 2; is_hex(*p); p++) {}
+      out[o++] = '#';
+    } else if (*p >= '0' && *p <= '9') {
+      while ((*p >= '0' && *p <= '9') || *p == '.') p++;
+      out[o++] = '#';
+    } else {
+      out[o++] = *p++;
+    }
+  }
+  out[o] = '\0';
+  /* "CALL(...) returned CODE<anything>": the call and its result are the cause, what follows
+   * (", listenComm (nil)", "with N devices") is how each check words it. */
+  char *r = strstr(out, " returned ");
+  if (r) {
+    r += strlen(" returned ");
+    while ((*r >= 'a' && *r <= 'z') || (*r >= 'A' && *r <= 'Z') || *r == '#' || *r == '_') r++;
+    *r = '\0';
+  }
+}
+
+typedef struct { int count, first_row; } collapse_t;
+/* The groups of COLLAPSE_MIN or more failed rows, largest first; returns how many (<= max). */
+static int collapse_groups(const conform_run_result_t *run, collapse_t *g, int max) {
+  int ng = 0;
+  char *keys = calloc((size_t)run->n_rows + 1, CONFORM_MSG_MAX);
+  int *cnt = calloc((size_t)run->n_rows + 1, sizeof *cnt), *first = calloc((size_t)run->n_rows + 1, sizeof *first);
+  int nk = 0;
+  if (!keys || !cnt || !first) goto out;
+  for (int i = 0; i < run->n_rows; i++) {
+    if (run->rows[i].status != CONFORM_FAIL || !run->rows[i].msg[0]) continue;
+    char k[CONFORM_MSG_MAX];
+    normalize_msg(run->rows[i].msg, k, sizeof k);
+    int j = 0;
+    while (j < nk && strcmp(keys + (size_t)j * CONFORM_MSG_MAX, k) != 0) j++;
+    if (j == nk) {
+      snprintf(keys + (size_t)nk * CONFORM_MSG_MAX, CONFORM_MSG_MAX, "%s", k);
+      first[nk++] = i;
+    }
+    cnt[j]++;
+  }
+  for (int j = 0; j < nk; j++) {
+    if (cnt[j] < COLLAPSE_MIN) continue;
+    int at = ng < max ? ng++ : max;
+    if (at == max) { /* full: replace the smallest when this one is larger */
+      if (cnt[j] <= g[max - 1].count) continue;
+      at = max - 1;
+    }
+    g[at].count = cnt[j];
+    g[at].first_row = first[j];
+    for (; at > 0 && g[at].count > g[at - 1].count; at--) {
+      collapse_t t = g[at]; g[at] = g[at - 1]; g[at - 1] = t;
+    }
+  }
+out:
+  free(keys);
+  free(cnt);
+  free(first);
+  return ng;
+}
+
+/* "N checks failed with: MESSAGE — fix this first", one line per large group. */
+static void print_collapse(FILE *o, const char *prefix, const conform_run_result_t *run) {
+  collapse_t g[COLLAPSE_SHOWN];
+  int ng = collapse_groups(run, g, COLLAPSE_SHOWN);
+  for (int i = 0; i < ng; i++) {
+    char m[CONFORM_MSG_MAX];
+    first_msg(run->rows[g[i].first_row].msg, m, sizeof m);
+    fprintf(o, "%s%d checks failed with: %s \u2014 %s\n", prefix, g[i].count, m,
+            i == 0 ? "fix this first" : "one cause");
+  }
+}
+
 static int write_json(const conform_run_result_t *run, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -170,7 +269,17 @@ static int write_json(const conform_run_result_t *run, const char *path) {
                                    ? ((size_t)16 << 20) : conform_opts.max_bytes,
           conform_opts.quick ? "true" : "false");
   json_str(f, run->fatal);
-  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"checks\": [\n", p, fl, s);
+  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"collapsed\": [", p, fl, s);
+  collapse_t g[COLLAPSE_SHOWN];
+  int ng = collapse_groups(run, g, COLLAPSE_SHOWN);
+  for (int i = 0; i < ng; i++) {
+    char m[CONFORM_MSG_MAX];
+    first_msg(run->rows[g[i].first_row].msg, m, sizeof m);
+    fprintf(f, "%s{\"count\": %d, \"message\": ", i ? ", " : "", g[i].count);
+    json_str(f, m);
+    fprintf(f, "}");
+  }
+  fprintf(f, "],\n  \"checks\": [\n");
   for (int i = 0; i < run->n_rows; i++) {
     const conform_row_t *r = &run->rows[i];
     fprintf(f, "    {\"id\": ");
@@ -255,6 +364,7 @@ int conform_report_write(const conform_run_result_t *run) {
     fprintf(o, "TAP version 13\n");
     fprintf(o, "# %s\n", run->plugin_desc);
     fprintf(o, "1..%d\n", run->n_rows);
+    print_collapse(o, "# ", run);
     for (int i = 0; i < run->n_rows; i++) {
       const conform_row_t *r = &run->rows[i];
       if (r->status == CONFORM_SKIP)
@@ -268,6 +378,7 @@ int conform_report_write(const conform_run_result_t *run) {
     }
   } else {
     fprintf(o, "strand-conform: %s\n", run->plugin_desc);
+    print_collapse(o, "", run);
     int w = 10;
     for (int i = 0; i < run->n_rows; i++)
       if ((int)strlen(row_id(&run->rows[i])) > w) w = (int)strlen(row_id(&run->rows[i]));

@@ -230,6 +230,7 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
                     conform_rank_result_t *res, int *final_seen, char **log) {
   memset(res, 0, sizeof *res);
   memset((void *)shm, 0, sizeof *shm);
+  conform_close_watch_reset();
   *log = NULL;
   conform_capture_t cap = {0};
   int lp[2] = {-1, -1};
@@ -276,6 +277,7 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
     int ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
     if (pfd < 0 && ms > 10) ms = 10;
     if (!started && ms > 20) ms = 20; /* notice the start to arm the real bound */
+    if (conform_close_in_progress() && ms > 50) ms = 50; /* the close bound */
     int pr = poll(fds, pfd >= 0 ? 3 : 2, ms);
     if (pr < 0 && errno != EINTR) break;
     if (pr > 0 && fds[1].revents) capture_drain(&logfd, &cap);
@@ -311,6 +313,15 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
         kill_at = conform_now();
       }
       free(payload);
+    }
+    char close_call[24];
+    double close_took;
+    if (!kill_reason[0] && conform_close_overdue(conform_opts.close_bound_s * conform_opts.timeout_scale,
+                                                 close_call, sizeof close_call, &close_took)) {
+      snprintf(kill_reason, sizeof kill_reason, "%s did not return within %.1f s (--close-bound %g s x "
+               "--timeout-scale %g): NCCL's teardown blocks on it", close_call, close_took,
+               conform_opts.close_bound_s, conform_opts.timeout_scale);
+      kill_at = conform_now();
     }
     if (conform_now() >= kill_at) {
       kill(-pid, SIGKILL);
@@ -457,6 +468,11 @@ static int rank_main(const char *hostport, int rank, int nranks,
       /* load.symbols names the cause; the run's exit status is non-zero anyway (report.c). */
       res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "not run: the plugin did not load (see load.symbols)");
+    } else if ((it->check->flags & CONFORM_F_ABI_INDEPENDENT) && conform_plugin_loaded &&
+               it->version != versions[0]) {
+      /* --all-abis: versions[0] is the newest; an ABI-independent check runs there only. */
+      res.status = CONFORM_SKIP;
+      snprintf(res.msg, sizeof res.msg, "ABI-independent: run once, at v%d (--all-abis)", versions[0]);
     } else if ((it->check->flags & CONFORM_F_COLLNET) && conform_plugin_loaded && !p->has_collnet) {
       res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "the library exports no ncclCollNetPlugin_v* symbol");

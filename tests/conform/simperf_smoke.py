@@ -94,8 +94,18 @@ def cmd_perf(a, extra):
         for t in ("perf.latency", "perf.bw-uni", "perf.bw-bi"):
             if t not in tables:
                 return fail("no %s table in the output" % t)
-        row_re = re.compile(r"^\s+\d+(\s+[\d.]+)+(\s+\|(\s+[\d.]+)+)?\s*$")
-        rows = [l.split() for l in out.splitlines() if row_re.match(l)]
+        row_re = re.compile(r"^\s+\d+(\s+[\d.]+)+(\s+\|(\s+[\d.]+)+)?(\s+!(ref)?)*\s*$")
+        rows = [[x for x in l.split() if not x.startswith("!")] for l in out.splitlines()
+                if row_re.match(l)]
+        # The latency table: p50, p99 and max for the plugin and the reference.
+        if not re.search(r"^#\s+size\(B\)\s+count\s+p50\(us\)\s+p99\(us\)\s+max\(us\)\s+\|"
+                         r"\s+ref p50\(us\)\s+ref p99\(us\)\s+ref max\(us\)\s+ratio", out, re.M):
+            return fail("the latency table lacks the p50/p99/max columns")
+        # The header states the largest transfer perf makes (--max-bytes 32K), not the suite's.
+        m = re.search(r"largest transfer (\d+) bytes", out)
+        if not m or int(m.group(1)) != 32768:
+            return fail("the header does not state the largest transfer as 32768 bytes: %s"
+                        % (m.group(0) if m else "no 'largest transfer'"))
         if not rows:
             return fail("no table rows")
         for r in rows:
@@ -125,6 +135,15 @@ def cmd_perf(a, extra):
                     return fail("bad values in %s: %s" % (t["id"], r))
                 if t["reference"] and "ratio" not in r:
                     return fail("%s: reference columns missing" % t["id"])
+                if t["id"] == "perf.latency":
+                    for k in ("p50_us", "p99_us", "max_us"):
+                        if k not in r or (t["reference"] and "ref_" + k not in r):
+                            return fail("perf.latency row lacks %s: %s" % (k, r))
+                    if not r["p50_us"] <= r["p99_us"] <= r["max_us"]:
+                        return fail("perf.latency row with p50 > p99 or p99 > max: %s" % r)
+                    if not isinstance(r.get("outlier"), bool) or r["outlier"] != (
+                            r["max_us"] > 10 * r["p50_us"] > 0):
+                        return fail("perf.latency row: outlier flag wrong: %s" % r)
     print("ok")
     return 0
 

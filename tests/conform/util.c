@@ -15,6 +15,7 @@ conform_opts_t conform_opts = {
   .timeout_scale = 1.0,
   .call_bound_s = 2.0,
   .stale_bound_s = 15.0,
+  .close_bound_s = 5.0,
   .bootstrap_timeout_s = 60.0,
   .progress = -1,
 };

@@ -320,6 +320,59 @@ static conform_status_t conn_dead_peer(conform_ctx_t *c) {
   return expect_connect_error(c, ph, "a dead process");
 }
 
+/* listen and connect on device -1 and on device ndev must return an error (§2.1): NCCL never asks
+ * for them, but a plugin that "succeeds" there indexes its device table out of bounds. connect gets
+ * a real handle (from listen on device 0 of this rank) so that only the device index is wrong. */
+static conform_status_t conn_bad_device(conform_ctx_t *c) {
+  int bad[2] = {-1, c->ndev};
+  for (int i = 0; i < 2; i++) {
+    unsigned char h[CONFORM_LISTEN_BUF];
+    void *lc = NULL;
+    memset(h, 0, sizeof h);
+    conform_phase(c, "listen(dev %d) out of range", bad[i]);
+    strand_result_t r = c->net->listen(c->net_ctx, bad[i], h, &lc);
+    if (r == STRAND_SUCCESS) {
+      conform_fail(c, "listen(%d) with %d devices returned ncclSuccess", bad[i], c->ndev);
+      if (lc) {
+        conform_phase(c, "closeListen(dev %d)", bad[i]);
+        c->net->closeListen(lc);
+      }
+    }
+  }
+  unsigned char h[CONFORM_LISTEN_BUF];
+  void *lc = NULL;
+  memset(h, 0, sizeof h);
+  conform_phase(c, "listen(dev 0)");
+  strand_result_t r = c->net->listen(c->net_ctx, 0, h, &lc);
+  if (r != STRAND_SUCCESS || !lc)
+    return conform_fail(c, "listen(dev 0) returned %s, listenComm %p", conform_result_str(r), lc);
+  for (int i = 0; i < 2; i++) {
+    /* A fresh copy per device: connect may keep its progress in the handle buffer. */
+    unsigned char hc[CONFORM_LISTEN_BUF];
+    memcpy(hc, h, sizeof hc);
+    void *sc = NULL;
+    strand_dev_handle_t *dh = NULL;
+    double end = conform_now() + conform_call_bound();
+    do {
+      conform_phase(c, "connect(dev %d) out of range", bad[i]);
+      r = c->net->connect(c->net_ctx, bad[i], hc, &sc, &dh);
+      if (r != STRAND_SUCCESS || sc) break;
+      conform_sleep(0.001);
+    } while (conform_now() < end);
+    if (r == STRAND_SUCCESS)
+      conform_fail(c, "connect(%d) with %d devices returned ncclSuccess%s", bad[i], c->ndev,
+                   sc ? " and a sendComm" : " with a NULL sendComm for as long as it was retried "
+                                            "(NCCL would retry forever)");
+    if (sc) {
+      conform_phase(c, "closeSend(dev %d)", bad[i]);
+      c->net->closeSend(sc);
+    }
+  }
+  conform_phase(c, "closeListen");
+  c->net->closeListen(lc);
+  return conform_verdict(c);
+}
+
 const conform_check_t conform_checks_conn[] = {
   {"conn.accept-nonblocking", "§6.1 step 5", "accept returns at once, NULL before the peer connects",
    conn_accept_nonblocking, 30, 0},
@@ -336,8 +389,10 @@ const conform_check_t conform_checks_conn[] = {
   {"conn.every-device", "§6.1", "listen/connect/accept and a message on every device (first 8)",
    conn_every_device, 60, 0},
   {"conn.stale-handle", "§6.1, DESIGN bounded waits", "connect to a closed listener errors within --stale-bound",
-   conn_stale_handle, 40, 0},
+   conn_stale_handle, 40, CONFORM_F_ABI_INDEPENDENT},
   {"conn.dead-peer", "§6.1, DESIGN bounded waits", "connect to a dead process errors within --stale-bound",
-   conn_dead_peer, 40, 0},
+   conn_dead_peer, 40, CONFORM_F_ABI_INDEPENDENT},
+  {"conn.bad-device", "§2.1", "listen(-1/ndev) and connect(-1/ndev) return an error",
+   conn_bad_device, 20, 0},
   {0},
 };

@@ -678,10 +678,10 @@ static conform_status_t hostile_result_codes(conform_ctx_t *c) {
 const conform_check_t conform_checks_hostile[] = {
   {"hostile.stranger-on-listen-port", "§6.1, DESIGN bounded waits",
    "60 stray TCP connections to the listen port do not stop the real connect/accept or transfer",
-   hostile_stranger, 60, 0},
+   hostile_stranger, 60, CONFORM_F_ABI_INDEPENDENT},
   {"hostile.forged-handle", "§6.1, §2.1",
    "connect with forged handles errors (or its comm's sends fail) within --stale-bound; no crash",
-   hostile_forged_handle, 120, 0},
+   hostile_forged_handle, 120, CONFORM_F_ABI_INDEPENDENT},
   {"hostile.double-dereg", "§6.3, §2.1", "a second deregMr of the same handle returns an error",
    hostile_double_dereg, 30, 0},
   {"hostile.test-after-done", "§6.9", "test() on a request already reported done: an error, or done "

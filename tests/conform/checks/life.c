@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #include "conform.h"
 
@@ -326,6 +329,96 @@ static conform_status_t life_set_net_attr(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
+/* A copy of environ, sorted, for comparing before and after init. */
+static int env_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static char **env_snapshot(int *n) {
+  int k = 0;
+  while (environ && environ[k]) k++;
+  char **v = calloc((size_t)k + 1, sizeof *v);
+  for (int i = 0; v && i < k; i++) v[i] = strdup(environ[i]);
+  if (v) qsort(v, (size_t)k, sizeof *v, env_cmp);
+  *n = v ? k : 0;
+  return v;
+}
+static size_t env_name_len(const char *e) {
+  const char *eq = strchr(e, '=');
+  return eq ? (size_t)(eq - e) : strlen(e);
+}
+static const char *env_find(char **v, int n, const char *e) {
+  size_t l = env_name_len(e);
+  for (int i = 0; i < n; i++)
+    if (env_name_len(v[i]) == l && strncmp(v[i], e, l) == 0) return v[i];
+  return NULL;
+}
+
+/* init must not change the process environment: NCCL reads NCCL_* variables once and other
+ * libraries (and the application) share the environment; a plugin that setenv()s its tuning
+ * changes NCCL's behaviour behind the user's back, and setenv races getenv in other threads. */
+static conform_status_t life_init_env(conform_ctx_t *c) {
+  int nb = 0, na = 0;
+  char **before = env_snapshot(&nb);
+  void *ctx = NULL;
+  strand_result_t r = conform_plugin_init(c, &ctx, 0x3000);
+  char **after = env_snapshot(&na);
+  char list[700] = "";
+  int changes = 0;
+  for (int i = 0; i < na; i++) {
+    const char *o = env_find(before, nb, after[i]);
+    if (o && strcmp(o, after[i]) == 0) continue;
+    changes++;
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s %.*s", strlen(list) ? ", " : "",
+             o ? "changed" : "added", (int)env_name_len(after[i]), after[i]);
+  }
+  for (int i = 0; i < nb; i++)
+    if (!env_find(after, na, before[i])) {
+      changes++;
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%sremoved %.*s",
+               strlen(list) ? ", " : "", (int)env_name_len(before[i]), before[i]);
+    }
+  if (r != STRAND_SUCCESS) conform_fail(c, "init returned %s", conform_result_str(r));
+  else if (changes)
+    conform_fail(c, "init changed the process environment (%d variable%s): %s", changes,
+                 changes == 1 ? "" : "s", list);
+  else conform_note(c, "%d environment variables, none changed by init", nb);
+  if (r == STRAND_SUCCESS) {
+    r = conform_plugin_finalize(c, ctx);
+    if (r != STRAND_SUCCESS) conform_fail(c, "finalize returned %s", conform_result_str(r));
+  }
+  for (int i = 0; i < nb; i++) free(before[i]);
+  for (int i = 0; i < na; i++) free(after[i]);
+  free(before);
+  free(after);
+  return conform_verdict(c);
+}
+
+/* A plain lifetime (init, connect, register, transfer, deregister, close, finalize) after which the
+ * plugin must not report leaks: WARN lines logged during close/finalize that read like a leak
+ * report (conform_close_warnings, pattern in conform.h) fail the check, quoted. */
+static conform_status_t life_close_clean(conform_ctx_t *c) {
+  void *ctx = NULL;
+  strand_result_t r = conform_plugin_init(c, &ctx, 0x4000);
+  if (r != STRAND_SUCCESS) return conform_fail(c, "init returned %s", conform_result_str(r));
+  c->net_ctx = ctx;
+  conform_phase(c, "devices");
+  c->net->devices(&c->ndev);
+  conform_link_t l;
+  if (conform_link_open(c, 0, &l) == 0) {
+    conform_ping(c, &l, 4096, 98000);
+    conform_link_close(c, &l);
+  }
+  r = conform_plugin_finalize(c, ctx);
+  c->net_ctx = NULL;
+  if (r != STRAND_SUCCESS) conform_fail(c, "finalize returned %s", conform_result_str(r));
+  const char *first = NULL;
+  int n = conform_close_warnings(&first);
+  if (n)
+    conform_fail(c, "the plugin reported %d leak%s while closing: \"%s\"", n, n == 1 ? "" : "s",
+                 first);
+  else if (c->status != CONFORM_FAIL)
+    conform_note(c, "no leak reported during closeSend/closeRecv/closeListen/finalize");
+  return conform_verdict(c);
+}
+
 const conform_check_t conform_checks_life[] = {
   {"life.many-comms", "§2.6 maxComms, §6.7", "hundreds of comm pairs alive at once, each carries a message",
    life_many_comms, 90, CONFORM_F_SLOW},
@@ -340,6 +433,10 @@ const conform_check_t conform_checks_life[] = {
    life_init_finalize, 60, CONFORM_F_NO_INIT},
   {"life.two-contexts", "§1.4", "two init contexts alive at once, each with a connection (v11+)",
    life_two_contexts, 30, CONFORM_F_NO_INIT},
+  {"life.init-env-unchanged", "§1.4", "init leaves the process environment (environ) as it found it",
+   life_init_env, 20, CONFORM_F_NO_INIT},
+  {"life.close-clean", "§6.9, §1.4", "close/finalize after a transfer log no leak warning",
+   life_close_clean, 30, CONFORM_F_NO_INIT},
   {"life.set-net-attr", "§6.11", "setNetAttr with NCCL's hints is accepted (v11+)", life_set_net_attr, 30, 0},
   {0},
 };

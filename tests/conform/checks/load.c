@@ -101,7 +101,7 @@ static conform_status_t load_device0(conform_ctx_t *c) {
 const conform_check_t conform_checks_load[] = {
   {"load.symbols", "§1.1, §1.2",
    "opens per NCCL_NET_PLUGIN rules, exports an ncclNetPlugin_v6..v12 symbol", load_symbols, 10,
-   CONFORM_F_NO_INIT | CONFORM_F_NO_PLUGIN},
+   CONFORM_F_NO_INIT | CONFORM_F_NO_PLUGIN | CONFORM_F_ABI_INDEPENDENT},
   {"load.table-complete", "§3.8, §1.2", "name set; members core calls unconditionally non-NULL",
    load_table_complete, 10, CONFORM_F_NO_INIT},
   {"load.name-distinct", "§1.3 step 2", "name differs from NCCL's internal IB / Socket",

@@ -344,7 +344,10 @@ static int bw_measure(perf_t *P, xp_t *x, bool bidir, size_t size, int n, int de
   return 0;
 }
 
-typedef struct { double p50_us, p99_us; long count; } lat_res_t;
+/* max_us > PERF_OUTLIER_FACTOR x p50_us marks a row as having latency outliers. */
+#define PERF_OUTLIER_FACTOR 10.0
+typedef struct { double p50_us, p99_us, max_us; long count; } lat_res_t;
+static bool lat_outlier(const lat_res_t *r) { return r->p50_us > 0 && r->max_us > PERF_OUTLIER_FACTOR * r->p50_us; }
 
 static int lat_measure(perf_t *P, xp_t *x, size_t size, lat_res_t *res) {
   conform_ctx_t *c = P->c;
@@ -368,6 +371,7 @@ static int lat_measure(perf_t *P, xp_t *x, size_t size, lat_res_t *res) {
     long i99 = (long)ceil(0.99 * (double)iters) - 1;
     if (i99 < 0) i99 = 0;
     res->p99_us = half[i99] * 1e6;
+    res->max_us = half[iters - 1] * 1e6;
   }
   res->count = iters;
   free(half);
@@ -477,13 +481,14 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
   header(&P, "perf.latency", "ping-pong latency, half round trip");
   json_add(&P, ",\"rows\":[");
   if (P.have_ref)
-    out_line(&P, "# %12s %10s %10s %10s | %11s %11s %7s", "size(B)", "count", "p50(us)", "p99(us)",
-             "ref p50(us)", "ref p99(us)", "ratio");
+    out_line(&P, "# %12s %10s %10s %10s %10s | %11s %11s %11s %7s", "size(B)", "count", "p50(us)",
+             "p99(us)", "max(us)", "ref p50(us)", "ref p99(us)", "ref max(us)", "ratio");
   else
-    out_line(&P, "# %12s %10s %10s %10s", "size(B)", "count", "p50(us)", "p99(us)");
+    out_line(&P, "# %12s %10s %10s %10s %10s", "size(B)", "count", "p50(us)", "p99(us)", "max(us)");
   size_t sizes[64];
   int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
   lat_res_t first = {0}, first_ref = {0};
+  int outliers = 0;
   for (int i = 0; i < ns; i++) {
     lat_res_t r = {0}, q = {0};
     if (lat_measure(&P, &P.px, sizes[i], &r)) {
@@ -499,19 +504,27 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
       first_ref = q;
     }
     double ratio = q.p50_us > 0 ? r.p50_us / q.p50_us : 0;
+    /* A row whose max is over PERF_OUTLIER_FACTOR x its p50 ends with "!" (plugin) or "!ref". */
+    char mark[16] = "";
+    if (lat_outlier(&r)) strcat(mark, "  !");
+    if (lat_outlier(&q)) strcat(mark, "  !ref");
+    if (lat_outlier(&r)) outliers++;
     if (P.have_ref)
-      out_line(&P, "  %12zu %10ld %10.2f %10.2f | %11.2f %11.2f %7.2f", sizes[i], r.count, r.p50_us,
-               r.p99_us, q.p50_us, q.p99_us, ratio);
+      out_line(&P, "  %12zu %10ld %10.2f %10.2f %10.2f | %11.2f %11.2f %11.2f %7.2f%s", sizes[i], r.count,
+               r.p50_us, r.p99_us, r.max_us, q.p50_us, q.p99_us, q.max_us, ratio, mark);
     else
-      out_line(&P, "  %12zu %10ld %10.2f %10.2f", sizes[i], r.count, r.p50_us, r.p99_us);
+      out_line(&P, "  %12zu %10ld %10.2f %10.2f %10.2f%s", sizes[i], r.count, r.p50_us, r.p99_us,
+               r.max_us, mark);
     svg_pt(&P, 'l', 0, false, (double)sizes[i], r.p50_us, "%s p50", plugin_name(&P));
     if (P.have_ref)
       svg_pt(&P, 'l', 0, true, (double)sizes[i], q.p50_us, "raw TCP p50 (%s)", ref_streams_str());
-    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f", i ? "," : "",
-             sizes[i], r.count, r.p50_us, r.p99_us);
+    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,"
+             "\"outlier\":%s", i ? "," : "", sizes[i], r.count, r.p50_us, r.p99_us, r.max_us,
+             lat_outlier(&r) ? "true" : "false");
     if (P.have_ref)
-      json_add(&P, ",\"ref_count\":%ld,\"ref_p50_us\":%.3f,\"ref_p99_us\":%.3f,\"ratio\":%.4f", q.count,
-               q.p50_us, q.p99_us, ratio);
+      json_add(&P, ",\"ref_count\":%ld,\"ref_p50_us\":%.3f,\"ref_p99_us\":%.3f,\"ref_max_us\":%.3f,"
+               "\"ref_outlier\":%s,\"ratio\":%.4f", q.count, q.p50_us, q.p99_us, q.max_us,
+               lat_outlier(&q) ? "true" : "false", ratio);
     json_add(&P, "}");
   }
   json_add(&P, "]}");
@@ -521,6 +534,9 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
                  first.p99_us);
     if (P.have_ref)
       conform_note(c, "raw TCP p50 %.2f us, p99 %.2f us", first_ref.p50_us, first_ref.p99_us);
+    if (outliers)
+      conform_note(c, "%d size(s) with latency outliers (max > %.0fx p50, marked !)", outliers,
+                   PERF_OUTLIER_FACTOR);
   }
   perf_close(&P);
   return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
@@ -760,6 +776,11 @@ int conform_cmd_perf(int argc, char **argv) {
     fprintf(stderr, "strand-conform perf: --max-bytes is at most 1G (test() reports int sizes)\n");
     return 2;
   }
+  /* The run header states the largest transfer: perf's own --max-bytes, not the suite's. */
+  conform_opts.max_bytes = perf_opts.max_bytes;
+  if (perf_opts.depth_sweep && perf_opts.sweep_bytes > conform_opts.max_bytes)
+    conform_opts.max_bytes = perf_opts.sweep_bytes;
+  conform_opts.quick = false;
   /* Rank 0's check children append their tables to a scratch file; the JSON is assembled here
    * once the run is over (only this process outlives every check). */
   bool json_here = perf_opts.json_path && conform_opts.rank <= 0;

@@ -149,5 +149,19 @@ rc=$?
 [ $rc = 0 ] && tail -n 1 "$WORK/12g.out" | grep -Eq '^total +1 row +12 +0 +1 +PASS$' \
   && ok "verdict table (passing run)" || { cat "$WORK/12g.out"; fail "passing verdict rc=$rc"; }
 
+# 13. --all-abis: an ABI-independent check (load.symbols) runs once, at the newest version (v12);
+#     its v9 row is a skip that says so. A per-ABI check (load.table-complete) runs at both.
+"$CONFORM" --no-progress --all-abis --json "$WORK/13.json" --only 'load.symbols,load.table-complete' \
+  "$DUMMY" >"$WORK/13.out" 2>&1
+python3 - "$WORK/13.json" <<'PYEOF' && ok "--all-abis runs ABI-independent checks once" || { cat "$WORK/13.out"; fail "--all-abis ABI-independent"; }
+import json, sys
+rows = {(r["id"], r["abi"]): r for r in json.load(open(sys.argv[1]))["checks"]}
+assert rows[("load.symbols", 12)]["status"] == "PASS", rows
+s9 = rows[("load.symbols", 9)]
+assert s9["status"] == "SKIP" and "ABI-independent: run once, at v12" in s9["message"], s9
+assert rows[("load.table-complete", 9)]["status"] != "SKIP", rows
+assert rows[("load.table-complete", 12)]["status"] != "SKIP", rows
+PYEOF
+
 echo "$FAILS selftest failure(s)"
 [ $FAILS = 0 ]
