@@ -61,6 +61,7 @@ typedef struct {
   int hmem;                  /* STRAND_OFI_HMEM: 1 = use FI_HMEM when offered, 0 = host only */
   long probe_ms;             /* STRAND_OFI_PROBE_MS: liveness probe period of a waiting comm */
   long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: how long a peer may be unreachable */
+  long connect_timeout_ms;   /* STRAND_OFI_CONNECT_TIMEOUT_S: how long connect waits for an answer */
   long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
 } ofi_params_t;
 extern ofi_params_t ofi_params;

@@ -22,8 +22,11 @@ static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_INT("STRAND_OFI_PROBE_MS", NULL, 1000, 10, 3600000,
                      "a request waiting this long makes its comm probe the peer's endpoint"),
     STRAND_PARAM_INT("STRAND_OFI_PEER_TIMEOUT_S", NULL, 30, 1, 86400,
-                     "seconds a peer may stay unreachable (a link flap) before the comm fails: "
-                     "connect answers and liveness probes not taken within this fail the comm"),
+                     "seconds a connected peer may stay unreachable (a link flap) before the comm "
+                     "fails: a liveness probe not taken within this fails the comm"),
+    STRAND_PARAM_INT("STRAND_OFI_CONNECT_TIMEOUT_S", NULL, 10, 1, 86400,
+                     "seconds connect waits for the listener's answer before it fails (a dead or "
+                     "closed listener); the same bound as strand-socket's connect timeout"),
     STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
                      "how long close waits for in-flight operations before leaving them to drain"),
 };
@@ -49,7 +52,7 @@ strand_result_t ofi_params_load(void) {
   r = strand_params_validate();
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
-  int64_t probe = 0, timeout = 0, drain = 0;
+  int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0;
   if ((r = copy_string_param("STRAND_OFI_PROVIDER", ofi_params.provider,
                              sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = copy_string_param("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -57,11 +60,14 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_bool("STRAND_OFI_HMEM", &hmem)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_PROBE_MS", &probe)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_PEER_TIMEOUT_S", &timeout)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_CONNECT_TIMEOUT_S", &connect_timeout)) !=
+          STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS)
     return r;
   ofi_params.hmem = hmem;
   ofi_params.probe_ms = (long)probe;
   ofi_params.peer_timeout_ms = (long)timeout * 1000;
+  ofi_params.connect_timeout_ms = (long)connect_timeout * 1000;
   ofi_params.close_drain_ms = (long)drain;
   strand_params_dump();
   return STRAND_SUCCESS;

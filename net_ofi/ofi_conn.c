@@ -206,11 +206,11 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
   }
   ofi_progress(d);
   if ((c->state == OFI_CONN_WAIT_ACCEPT || c->state == OFI_CONN_SENDING) &&
-      ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.peer_timeout_ms)
+      ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.connect_timeout_ms)
     ofi_comm_fail(c, STRAND_REMOTE_ERROR,
-                  "no answer to the connect message within %ld s (STRAND_OFI_PEER_TIMEOUT_S); is "
-                  "the listening rank alive and polling accept, and can %s reach %s?",
-                  ofi_params.peer_timeout_ms / 1000, d->ep_str, c->peer_str);
+                  "no answer to the connect message within %ld s (STRAND_OFI_CONNECT_TIMEOUT_S); "
+                  "is the listening rank alive and polling accept, and can %s reach %s?",
+                  ofi_params.connect_timeout_ms / 1000, d->ep_str, c->peer_str);
   if (c->state == OFI_CONN_READY) {
     c->handed_out = true;
     c->last_probe_ms = ofi_now_ms();
@@ -451,7 +451,7 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
    * connection set-up refused or timed out under load) is sent again until the connect bound. */
   if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_CONNECT &&
       c->state == OFI_CONN_WAIT_ACCEPT &&
-      ofi_now_ms() - c->t_start_ms < (uint64_t)ofi_params.peer_timeout_ms) {
+      ofi_now_ms() - c->t_start_ms < (uint64_t)ofi_params.connect_timeout_ms) {
     STRAND_INFO(STRAND_SUBSYS_NET, "connect message to %s on %s not delivered (%s); retrying",
                 c->peer_str, d->name, errstr ? errstr : "");
     c->state = OFI_CONN_SENDING;
