@@ -91,7 +91,7 @@ case "$mode" in
     echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-socket, $nranks ranks"
     launch strand-check "$strand_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check
     echo "# lines proving the plugin is in use:"
-    grep -hE 'strand-socket: NET|Using network|NET/Plugin|via NET' "$build/log.strand-check.rank0" | head -12
+    grep -hE 'NET/strand-socket|Using network|NET/Plugin|via NET' "$build/log.strand-check.rank0" | head -12
     ;;
   bench)
     echo "# $(date -u +%FT%TZ) $(hostname): all-reduce sweep 8 B .. $maxbytes, $nranks ranks"
