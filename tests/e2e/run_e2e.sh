@@ -99,7 +99,7 @@ case "$mode" in
     launch builtin-tuned "$tuned_env" --perf allreduce --minbytes 8 --maxbytes "$maxbytes"
     launch strand-socket "$strand_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" \
       --perf allreduce --minbytes 8 --maxbytes "$maxbytes"
-    grep -hE 'strand-socket: (NET/strand-socket|using)|Using network' \
+    grep -hE 'NET/strand-socket : (dev|using)|Using network' \
       "$build/log.strand-socket.rank0" | head -5
     ;;
   sweep)
