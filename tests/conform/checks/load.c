@@ -51,7 +51,9 @@ static conform_status_t load_table_complete(conform_ctx_t *c) {
     const char *cname = cs[0];
     if (!cname || !cname[0]) conform_fail(c, "the CollNet table's name is %s", cname ? "empty" : "NULL");
   }
-  if (r == STRAND_SUCCESS && slots[20]) {
+  /* finalize is slot 20 of v11/v12 only: a v6..v10 table is shorter (and those cores never
+   * finalize). */
+  if (r == STRAND_SUCCESS && c->version >= 11 && slots[20]) {
     r = conform_plugin_finalize(c, ctx);
     if (r != STRAND_SUCCESS) conform_fail(c, "finalize returned %s", conform_result_str(r));
   }
