@@ -11,13 +11,26 @@
 #   tests/e2e/run_e2e.sh sweep 'ENV..'... strand-socket all-reduce at a few sizes (E2E_SIZES) for
 #                                         each set of extra variables (tuning experiments)
 #   tests/e2e/run_e2e.sh base             the built-in Socket (defaults, tuned) at E2E_SIZES
+#   tests/e2e/run_e2e.sh ofi-check        correctness checks through strand-ofi (tcp;ofi_rxm)
+#   tests/e2e/run_e2e.sh fi-pingpong      libfabric's own fi_pingpong on tcp;ofi_rxm (the ceiling)
+# `bench` adds strand-ofi on tcp;ofi_rxm as a fourth configuration when it was built.
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
 #
 # Environment: NCCL_HOME (include/ + lib/) or pkg-config nccl or the nvidia-nccl Python wheel;
-# CUDA_HOME (default /usr/local/cuda); NRANKS (default: number of GPUs, at most 8);
-# E2E_BUILD (default build-e2e); E2E_MAXBYTES (default 1G).
+# CUDA_HOME (default /usr/local/cuda); NRANKS (default: number of GPUs, at most 8; 2 on a machine
+# with one GPU); E2E_BUILD (default build-e2e); E2E_MAXBYTES (default 1G); E2E_SIZES (comma-separated
+# sizes for sweep/base, e.g. 8K,64K,1M).
+#
+# One GPU: all ranks share it. Without CUDA MPS two processes on one GPU time-slice and every
+# collective takes >= 4.5 ms, which hides the plugin entirely, so on a one-GPU machine the script
+# starts an MPS control daemon of its own (pipe and log directories under the build directory) and
+# stops it on exit. With several GPUs each rank has its own GPU and MPS is not used.
+#
+# The plugins are built with the project's meson build (meson and ninja may be Python packages:
+# `python3 -m mesonbuild.mesonmain` is used when no `meson` command is on PATH), configured with
+# tests off, so there is one build definition.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${E2E_BUILD:-$root/build-e2e}
@@ -43,6 +56,14 @@ cudart=$(ls "$cudart_dir"/libcudart.so* | head -1)
 nccl_so=$(ls "$nccl_lib"/libnccl.so* | head -1)
 echo "# NCCL: $nccl_so ($(grep -m1 'define NCCL_VERSION_CODE' "$nccl_inc/nccl.h" | awk '{print $3}'))"
 
+# ---- libfabric carried from a Debian machine (tests/e2e/carry_libfabric.sh), if any ----
+carry=$root/.e2e-carry
+if [[ -d $carry/lib ]]; then
+  export PKG_CONFIG_PATH=$carry/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "# libfabric from $carry (tests/e2e/carry_libfabric.sh)"
+fi
+
 # ---- build the plugin and the driver ----
 if [[ -z "${CC:-}" ]]; then
   for c in gcc cc clang /usr/bin/gcc-* /usr/local/cuda/bin/nvcc; do
@@ -50,13 +71,28 @@ if [[ -z "${CC:-}" ]]; then
   done
 fi
 export CC
-"$root/tests/e2e/build_on_device.sh" "$build" >/dev/null
+if command -v meson >/dev/null 2>&1; then meson=(meson); else meson=(python3 -m mesonbuild.mesonmain); fi
+if [[ ! -f "$build/build.ninja" ]]; then
+  "${meson[@]}" setup "$build" "$root" -Dtests=false -Dbuildtype=release >"$build/meson-setup.log" 2>&1 \
+    || { cat "$build/meson-setup.log" >&2; exit 1; }
+fi
+"${meson[@]}" compile -C "$build" >"$build/meson-compile.log" 2>&1 \
+  || { tail -40 "$build/meson-compile.log" >&2; exit 1; }
+plugin_dirs=$build/net_socket
+for d in net_ofi net_ib; do [[ -d $build/$d ]] && plugin_dirs=$plugin_dirs:$build/$d; done
 $CC -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -I"$nccl_inc" -I"$cuda/include" \
   "$root/tests/e2e/nccl_e2e.c" -o "$build/nccl_e2e" \
   "$nccl_so" "$cudart" -Wl,-rpath,"$nccl_lib" -Wl,-rpath,"$cudart_dir"
 
 ngpu=$(nvidia-smi -L | wc -l)
-nranks=${NRANKS:-$(( ngpu < 8 ? ngpu : 8 ))}
+if (( ngpu == 1 )); then nranks=${NRANKS:-2}; else nranks=${NRANKS:-$(( ngpu < 8 ? ngpu : 8 ))}; fi
+if (( ngpu == 1 && nranks > 1 )); then
+  export CUDA_MPS_PIPE_DIRECTORY=$build/mps-pipe CUDA_MPS_LOG_DIRECTORY=$build/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d
+  trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true' EXIT
+  echo "# one GPU: $nranks ranks share it under CUDA MPS (daemon started by this script)"
+fi
 maxbytes=${E2E_MAXBYTES:-1G}
 export NCCL_NVLS_ENABLE=0
 
@@ -82,7 +118,9 @@ launch() {
   return $rc
 }
 
-strand_env="NCCL_NET_PLUGIN=strand-socket LD_LIBRARY_PATH=$build:${LD_LIBRARY_PATH:-}"
+strand_env="NCCL_NET_PLUGIN=strand-socket LD_LIBRARY_PATH=$plugin_dirs:${LD_LIBRARY_PATH:-}"
+ofi_env="NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm LD_LIBRARY_PATH=$plugin_dirs:${LD_LIBRARY_PATH:-}"
+have_ofi=0; [[ -f $build/net_ofi/libnccl-net-strand-ofi.so ]] && have_ofi=1
 builtin_env="NCCL_NET=Socket"
 tuned_env="NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8"
 
@@ -101,6 +139,30 @@ case "$mode" in
       --perf allreduce --minbytes 8 --maxbytes "$maxbytes"
     grep -hE 'NET/strand-socket : (dev|using)|Using network' \
       "$build/log.strand-socket.rank0" | head -5
+    if (( have_ofi )); then
+      launch strand-ofi "$ofi_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" \
+        --perf allreduce --minbytes 8 --maxbytes "$maxbytes"
+      grep -hE 'NET/strand-ofi : |Using network' "$build/log.strand-ofi.rank0" | head -5
+    else
+      echo "# strand-ofi not built (no libfabric: run tests/e2e/carry_libfabric.sh and carry .e2e-carry)"
+    fi
+    ;;
+  ofi-check)
+    (( have_ofi )) || { echo "strand-ofi not built: no libfabric (tests/e2e/README.md)" >&2; exit 1; }
+    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ofi (tcp;ofi_rxm), $nranks ranks"
+    launch ofi-check "$ofi_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check
+    grep -hE 'NET/strand-ofi|Using network|NET/Plugin' "$build/log.ofi-check.rank0" | head -12
+    ;;
+  fi-pingpong)
+    # The provider's own ceiling on this machine: fi_pingpong over tcp;ofi_rxm on loopback.
+    pp=$(command -v fi_pingpong || echo "$carry/bin/fi_pingpong")
+    [[ -x $pp ]] || { echo "no fi_pingpong (tests/e2e/README.md)" >&2; exit 1; }
+    for sz in ${E2E_PP_SIZES:-8 65536 1048576 16777216}; do
+      "$pp" -p "tcp;ofi_rxm" -e rdm -S "$sz" -I 200 >"$build/pp.server.$sz" 2>&1 &
+      sleep 1
+      "$pp" -p "tcp;ofi_rxm" -e rdm -S "$sz" -I 200 127.0.0.1 2>&1 | tail -1
+      wait || true
+    done
     ;;
   sweep)
     for extra in "$@"; do
@@ -113,7 +175,7 @@ case "$mode" in
     launch builtin-tuned "$tuned_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     ;;
   *)
-    echo "usage: $0 check|bench|sweep" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong" >&2
     exit 2
     ;;
 esac
