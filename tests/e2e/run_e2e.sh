@@ -21,7 +21,7 @@
 # Environment: NCCL_HOME (include/ + lib/) or pkg-config nccl or the nvidia-nccl Python wheel;
 # CUDA_HOME (default /usr/local/cuda); NRANKS (default: number of GPUs, at most 8; 2 on a machine
 # with one GPU); E2E_BUILD (default build-e2e); E2E_MAXBYTES (default 1G); E2E_SIZES (comma-separated
-# sizes for sweep/base, e.g. 8K,64K,1M).
+# sizes for sweep/base, e.g. 8K,64K,1M); E2E_OP (sweep/base: allreduce, allgather, sendrecv, ...).
 #
 # One GPU: all ranks share it. Without CUDA MPS two processes on one GPU time-slice and every
 # collective takes >= 4.5 ms, which hides the plugin entirely, so on a one-GPU machine the script
@@ -166,13 +166,13 @@ case "$mode" in
     ;;
   sweep)
     for extra in "$@"; do
-      launch "sweep" "$strand_env $extra" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}" \
+      launch "sweep" "$strand_env $extra" --perf "${E2E_OP:-allreduce}" --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}" \
         --tag "strand $extra"
     done
     ;;
   base)
-    launch builtin-default "$builtin_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
-    launch builtin-tuned "$tuned_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
+    launch builtin-default "$builtin_env" --perf "${E2E_OP:-allreduce}" --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
+    launch builtin-tuned "$tuned_env" --perf "${E2E_OP:-allreduce}" --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     ;;
   *)
     echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong" >&2
