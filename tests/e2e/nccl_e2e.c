@@ -142,6 +142,12 @@ static void check_vals(const char *what, const void *host, ncclDataType_t t, siz
     g_wrong += bad;
     printf("rank %d: WRONG %s: %ld of %zu elements, first at %zu: got %g expected %g\n", g_rank,
            what, bad, n, first, get(host, t, first), expect(first, arg));
+    /* The first few values from the first wrong one, to tell a shift or stale data from noise. */
+    printf("rank %d:   got     ", g_rank);
+    for (size_t i = first; i < n && i < first + 12; i++) printf(" %g", get(host, t, i));
+    printf("\nrank %d:   expected", g_rank);
+    for (size_t i = first; i < n && i < first + 12; i++) printf(" %g", expect(i, arg));
+    printf("\n");
   }
 }
 
