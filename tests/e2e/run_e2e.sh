@@ -11,6 +11,18 @@
 #   tests/e2e/run_e2e.sh sweep 'ENV..'... strand-socket all-reduce at a few sizes (E2E_SIZES) for
 #                                         each set of extra variables (tuning experiments)
 #   tests/e2e/run_e2e.sh base             the built-in Socket (defaults, tuned) at E2E_SIZES
+#   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
+#                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
+#                                         docs/plugins/socket.md); fails unless NCCL_DEBUG=INFO shows
+#                                         NCCL using the unpack interface. Counts: E2E_CHECK_COUNTS
+#                                         (default 0,1,1000,262147,4M,64M; add 256M for 1 GiB floats)
+#   tests/e2e/run_e2e.sh unpack-bench     all-reduce 8 B .. E2E_MAXBYTES, the same NCCL settings for
+#                                         all three: unpack mode, strand-socket host mode, built-in
+#                                         Socket (docs/benchmarks/device-unpack.md)
+#
+# One GPU: NRANKS=2 puts both ranks on GPU 0 (each its own NCCL_HOSTID); with E2E_MPS=1 the script
+# starts a private CUDA MPS daemon first (pipe/log dirs under E2E_BUILD) so the ranks' kernels run
+# concurrently, and stops it at exit.
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
@@ -60,6 +72,14 @@ nranks=${NRANKS:-$(( ngpu < 8 ? ngpu : 8 ))}
 maxbytes=${E2E_MAXBYTES:-1G}
 export NCCL_NVLS_ENABLE=0
 
+if [[ "${E2E_MPS:-0}" == 1 ]]; then
+  export CUDA_MPS_PIPE_DIRECTORY=$build/mps-pipe CUDA_MPS_LOG_DIRECTORY=$build/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  echo "# CUDA MPS daemon started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"
+fi
+
 # launch TAG "ENV ASSIGNMENTS" DRIVER-ARGS...: all ranks at once; rank 0's output to stdout.
 launch() {
   local tag=$1 envs=$2
@@ -85,6 +105,14 @@ launch() {
 strand_env="NCCL_NET_PLUGIN=strand-socket LD_LIBRARY_PATH=$build:${LD_LIBRARY_PATH:-}"
 builtin_env="NCCL_NET=Socket"
 tuned_env="NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8"
+# What the device-unpack mode needs from NCCL (docs/spec/device-unpack.md §5.5): Simple protocol
+# and Ring only (LL/LL128/PAT/NVLS receives are not unpacked and skew the ring), GDR on for the
+# receive FIFO (the virtual NIC has no PCI path), sends from host memory, no user-buffer
+# registration (NCCL's guards for UNPACK plugins are inactive since 2.24.3).
+unpack_nccl_env="NCCL_PROTO=Simple NCCL_ALGO=Ring NCCL_PAT_ENABLE=0 NCCL_NVLS_ENABLE=0 \
+NCCL_COLLNET_ENABLE=0 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=0 NCCL_LOCAL_REGISTER=0 \
+NCCL_GRAPH_REGISTER=0 NCCL_MIN_NCHANNELS=${E2E_UNPACK_NCHANNELS:-16}"
+unpack_env="$strand_env STRAND_SOCKET_UNPACK=1 $unpack_nccl_env"
 
 case "$mode" in
   check)
@@ -112,8 +140,37 @@ case "$mode" in
     launch builtin-default "$builtin_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     launch builtin-tuned "$tuned_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     ;;
+  unpack)
+    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-socket unpack mode, $nranks ranks"
+    rc=0
+    launch strand-unpack "$unpack_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check \
+      --check-counts "${E2E_CHECK_COUNTS:-0,1,1000,262147,4M,64M}" || rc=1
+    echo "# lines proving the unpack interface is in use:"
+    # NCCL's own line (its wording differs between versions), then the plugin's arena line.
+    if ! grep -hiE 'NCCL_NET_DEVICE_UNPACK|netDeviceType|unpack' "$build/log.strand-unpack.rank0" \
+        | grep -v 'device_unpack: bounce arena' | head -8; then
+      echo "FAIL: no NCCL INFO line mentions the unpack interface" >&2
+      rc=1
+    fi
+    if ! grep -h 'device_unpack: bounce arena.*mapped pinned' "$build/log.strand-unpack.rank0"; then
+      echo "FAIL: the plugin did not set up a GPU-mapped bounce arena (no CUDA context?)" >&2
+      rc=1
+    fi
+    grep -hE 'WARN' "$build/log.strand-unpack.rank0" | head -5 || true
+    exit $rc
+    ;;
+  unpack-bench)
+    echo "# $(date -u +%FT%TZ) $(hostname): all-reduce 8 B .. $maxbytes, $nranks ranks, unpack settings for all"
+    launch unpack "$unpack_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "strand-socket unpack"
+    launch unpack-host "$strand_env $unpack_nccl_env" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "strand-socket host"
+    launch unpack-builtin "$builtin_env $unpack_nccl_env" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "built-in Socket"
+    grep -hiE 'NCCL_NET_DEVICE_UNPACK|bounce arena' "$build/log.unpack.rank0" | head -3
+    ;;
   *)
-    echo "usage: $0 check|bench|sweep" >&2
+    echo "usage: $0 check|bench|sweep|base|unpack|unpack-bench" >&2
     exit 2
     ;;
 esac
