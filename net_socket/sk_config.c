@@ -91,7 +91,7 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_ARENA_MB", NULL, 256, 1, 4095,
                      "unpack mode: bounce arena per GPU per process, in MiB (< 4 GiB: record "
                      "offsets are 32-bit); receives wait for space when it is full"),
-    STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_RECORD", NULL, 65536, 4096, 4 << 20,
+    STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_RECORD", NULL, 16384, 4096, 4 << 20,
                      "unpack mode: bytes per unpack record (rounded down to 16); each record is "
                      "gathered by one warp, and a receive may have at most 2048"),
 };

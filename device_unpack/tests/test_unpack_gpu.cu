@@ -18,8 +18,20 @@
 int main() {
   skip_without_gpu("test_unpack_gpu");
   uint64_t seed = 0x243f6a8885a308d3ull;
-  void *bounce_hd;
-  uint8_t *bounce_h = (uint8_t *)host_mapped(ARENA, &bounce_hd);
+  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaFree(0)); // the primary context becomes current: the arena maps into it
+  strand_unpack_arena_t *arena = NULL;
+  strand_unpack_ring_t *ring = NULL;
+  if (strand_unpack_arena_acquire(ARENA, false, &arena) != STRAND_SUCCESS ||
+      !strand_unpack_arena_is_cuda(arena) || strand_unpack_ring_create(arena, &ring) != STRAND_SUCCESS) {
+    fprintf(stderr, "FAIL: device_unpack arena/ring not in CUDA-mapped memory (arena %p, cuda %d)\n",
+            (void *)arena, arena ? (int)strand_unpack_arena_is_cuda(arena) : -1);
+    return 1;
+  }
+  uint8_t *bounce_h = strand_unpack_arena_host(arena);
+  void *bounce_hd = strand_unpack_arena_device(arena);
+  strand_unpack_meta_t *ring_meta_h = strand_unpack_ring_meta_host(ring);
+  const strand_unpack_meta_t *ring_meta_d = strand_unpack_ring_handle_host(ring)->meta;
   for (size_t i = 0; i < ARENA; i++) bounce_h[i] = (uint8_t)xorshift(&seed);
   uint8_t *bounce_d;
   CUDA_OK(cudaMalloc(&bounce_d, ARENA));
@@ -40,7 +52,9 @@ int main() {
     bool dev_bounce = round % 2;
     bool fast = (round / 2) % 2;
     for (int j = 0; j < JOBS; j++) {
-      strand_unpack_load_meta_t *r = recs_h + (size_t)j * STRAND_UNPACK_MAX_SLICE_PAGES;
+      // host-mapped rounds: records in the ring's slot j; device rounds: in plain mapped memory
+      strand_unpack_load_meta_t *r = dev_bounce ? recs_h + (size_t)j * STRAND_UNPACK_MAX_SLICE_PAGES
+                                                : ring_meta_h->mem[j];
       uint32_t maxlen = (j % 3 == 0) ? 65536 : (j % 3 == 1) ? 4096 : 64;
       uint32_t want_cnt = (uint32_t)(xorshift(&seed) % (STRAND_UNPACK_MAX_SLICE_PAGES + 1));
       uint32_t dalign = (uint32_t)(xorshift(&seed) % 16); // FIFO slot offset: any alignment
@@ -69,7 +83,9 @@ int main() {
       strand_unpack_ref(bounce_h, w + GUARD, r, cnt);
       jobs_h[j].bounce = dev_bounce ? bounce_d : (const uint8_t *)bounce_hd;
       jobs_h[j].dst = dst_d + j * dst_stride + GUARD;
-      jobs_h[j].recs = (const strand_unpack_load_meta_t *)recs_d + (size_t)j * STRAND_UNPACK_MAX_SLICE_PAGES;
+      jobs_h[j].recs = dev_bounce ? (const strand_unpack_load_meta_t *)recs_d +
+                                        (size_t)j * STRAND_UNPACK_MAX_SLICE_PAGES
+                                  : ring_meta_d->mem[j];
       jobs_h[j].cnt = cnt;
       jobs_h[j].bytes = off;
     }
@@ -96,7 +112,8 @@ int main() {
   }
   CUDA_OK(cudaFree(bounce_d));
   CUDA_OK(cudaFree(dst_d));
-  CUDA_OK(cudaFreeHost(bounce_h));
+  strand_unpack_ring_destroy(ring);
+  strand_unpack_arena_release(arena);
   CUDA_OK(cudaFreeHost(recs_h));
   CUDA_OK(cudaFreeHost(jobs_h));
   printf("%s: test_unpack_gpu, %d failing job(s)\n", failures ? "FAIL" : "PASS", failures);
