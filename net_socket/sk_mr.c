@@ -26,12 +26,12 @@ strand_result_t sk_reg_mr(void *comm, void *data, size_t size, int type, void **
    * gathers into it), so a CUDA registration only records the range. Sends still read host
    * memory: a CUDA send buffer means GPUDirect reads, which TCP cannot do. */
   const sk_comm_t *c = comm;
-  if (type == STRAND_PTR_CUDA && c != NULL && c->type == SK_COMM_RECV && c->unpack != NULL) {
-    /* accepted below */
+  if (type == STRAND_PTR_CUDA && c != NULL && c->type == SK_COMM_RECV && sk_unpack_mode()) {
+    /* accepted below (a host-mode receive comm refuses it in irecv, where it would be written) */
   } else if (type == STRAND_PTR_CUDA && c != NULL && sk_unpack_mode()) {
-    STRAND_WARN("regMr: GPU memory (%zu bytes at %p) on a %s connection; in unpack mode only the "
-                "receive FIFO may be GPU memory: set NCCL_NET_GDR_READ=0 so that NCCL sends from "
-                "host memory", size, data, c->type == SK_COMM_SEND ? "send" : "host-mode receive");
+    STRAND_WARN("regMr: GPU memory (%zu bytes at %p) on a send connection; in unpack mode only "
+                "the receive FIFO may be GPU memory: set NCCL_NET_GDR_READ=0 so that NCCL sends "
+                "from host memory", size, data);
     return STRAND_INTERNAL_ERROR;
   } else if (type != STRAND_PTR_HOST) {
     STRAND_WARN("regMr: strand-socket only sends from host memory (type %d requested, %zu bytes "

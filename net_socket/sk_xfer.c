@@ -524,6 +524,17 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
       return STRAND_INVALID_ARGUMENT;
     }
   }
+  /* Unpack mode accepts GPU registrations on receive comms; one without a device handle (host
+   * mode) would have the CPU write into GPU memory. */
+  if (c->unpack == NULL && sk_config()->unpack && mhandles != NULL) {
+    for (int i = 0; i < n; i++) {
+      if (sk_mr_type(mhandles[i]) == STRAND_PTR_CUDA) {
+        STRAND_WARN("irecv from %s: GPU-memory receive on a connection accepted without an unpack "
+                    "device handle; only unpack connections can receive into GPU memory", c->peer);
+        return STRAND_INVALID_USAGE;
+      }
+    }
+  }
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "irecv");
   sk_recv_slot_t *s = strand_pool_get(&c->slots);
   if (s == NULL) return STRAND_SUCCESS; /* SK_RECV_SLOTS posted: retry later */
