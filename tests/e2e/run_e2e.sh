@@ -146,9 +146,10 @@ case "$mode" in
     launch strand-unpack "$unpack_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check \
       --check-counts "${E2E_CHECK_COUNTS:-0,1,1000,262147,4M,64M}" || rc=1
     echo "# lines proving the unpack interface is in use:"
-    # NCCL's own line (its wording differs between versions), then the plugin's arena line.
-    if ! grep -hiE 'NCCL_NET_DEVICE_UNPACK|netDeviceType|unpack' "$build/log.strand-unpack.rank0" \
-        | grep -v 'device_unpack: bounce arena' | head -8; then
+    # NCCL's own line ("Using NCCL_NET_DEVICE_UNPACK net plugin version 7" in 2.19-2.30), not
+    # the plugin's lines (its parameter dump and arena line also say "unpack").
+    if ! grep -hE 'NCCL_NET_DEVICE_UNPACK' "$build/log.strand-unpack.rank0" \
+        | grep -viE 'strand|STRAND_SOCKET|device_unpack' | head -8 | grep .; then
       echo "FAIL: no NCCL INFO line mentions the unpack interface" >&2
       rc=1
     fi
@@ -167,7 +168,7 @@ case "$mode" in
       --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "strand-socket host"
     launch unpack-builtin "$builtin_env $unpack_nccl_env" \
       --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "built-in Socket"
-    grep -hiE 'NCCL_NET_DEVICE_UNPACK|bounce arena' "$build/log.unpack.rank0" | head -3
+    grep -hE 'NCCL_NET_DEVICE_UNPACK|bounce arena' "$build/log.unpack.rank0" | head -3
     ;;
   *)
     echo "usage: $0 check|bench|sweep|base|unpack|unpack-bench" >&2
