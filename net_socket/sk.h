@@ -23,6 +23,7 @@
  *   sk_worker.c   epoll worker threads
  *   sk_zerocopy.c MSG_ZEROCOPY: SO_ZEROCOPY and completion notifications
  *   sk_stream.c   moving chunks over one data stream; comm errors
+ *   sk_unpack.c   unpack mode: receives land in a GPU-visible bounce arena, NCCL's kernel gathers
  *   sk_config.c   knobs, and the plugin-wide state the data path reads (devices, configuration) */
 #ifndef STRAND_NET_SOCKET_SK_H
 #define STRAND_NET_SOCKET_SK_H
@@ -72,6 +73,9 @@ typedef struct {
   int zc_copied_limit;     /* consecutive "copied anyway" notifications before a stream stops
                             * asking for MSG_ZEROCOPY; 0 = never stop (tests, measurements) */
   const char *nthreads_src, *nstreams_src; /* how the value was chosen, for the INFO line */
+  bool unpack;             /* STRAND_SOCKET_UNPACK: report NCCL_NET_DEVICE_UNPACK (sk_unpack.c) */
+  size_t unpack_arena;     /* bounce arena bytes per GPU per process */
+  size_t unpack_record;    /* bytes per unpack record (multiple of 16) */
 } sk_config_t;
 
 typedef struct {
@@ -126,6 +130,7 @@ typedef struct sk_recv_slot {
   int n;
   int failed;                /* an ERR message named this receive */
   int nlarge;                /* entries whose payload may come over the data streams */
+  uint64_t unpack_seq;       /* unpack mode: this receive's ring sequence number */
   sk_recv_entry_t e[SK_MAX_RECVS];
 } sk_recv_slot_t;
 
@@ -207,6 +212,7 @@ typedef struct sk_comm {
   strand_pool_t slots;
   uint32_t next_seq;
   int large_posted; /* sum of nlarge over posted receives: 0 = data streams need no polling */
+  struct sk_unpack *unpack; /* unpack-mode state; NULL: host mode (sk_unpack.c) */
 } sk_comm_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -270,6 +276,25 @@ strand_result_t sk_dev_setup(void);
 void sk_dev_teardown(void);
 
 /* ---------------------------------------------------------------------------------------------
+ * sk_unpack.c: unpack mode. Called by sk_plugin.c (props), sk_conn.c (accept / close) and
+ * sk_xfer.c (irecv / test); calls only device_unpack, sk_config.c and sk_mr.c's type lookup.
+ * ------------------------------------------------------------------------------------------- */
+bool sk_unpack_mode(void);
+void sk_unpack_props(strand_props_t *p);
+/* Sets up the comm's ring and fills *recvDevComm when unpack mode is on and NCCL passed a handle
+ * (c->unpack stays NULL otherwise: host mode). */
+strand_result_t sk_unpack_accept(sk_comm_t *c, strand_dev_handle_t **recvDevComm);
+void sk_unpack_close(sk_comm_t *c);
+/* irecv: claims the ring slot and the arena run; *landing is where the payload goes (NULL for 0
+ * bytes); *retry: arena full, return a NULL request. */
+strand_result_t sk_unpack_post(sk_comm_t *c, sk_recv_slot_t *s, int n, const size_t *sizes,
+                               void **mhandles, char **landing, bool *retry);
+/* test() found the receive complete with `size` bytes: publish its records. */
+strand_result_t sk_unpack_complete(sk_comm_t *c, sk_recv_slot_t *s, size_t size);
+strand_result_t sk_irecv_consumed(void *recvComm, int n, void *request);
+strand_result_t sk_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle);
+
+/* ---------------------------------------------------------------------------------------------
  * sk_xfer.c: the data path, and the data-path state of a comm
  * ------------------------------------------------------------------------------------------- */
 strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
@@ -300,5 +325,7 @@ strand_result_t sk_close_listen(void *listenComm);
  * ------------------------------------------------------------------------------------------- */
 strand_result_t sk_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
 strand_result_t sk_dereg_mr(void *comm, void *mhandle);
+/* NCCL_PTR_* type a live handle was registered with (-1: not a live handle). */
+int sk_mr_type(void *mhandle);
 
 #endif

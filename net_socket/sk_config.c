@@ -84,6 +84,16 @@ static const strand_param_def_t sk_params[] = {
                      "measurements)"),
     STRAND_PARAM_BOOL("STRAND_SOCKET_NUMA_PIN", NULL, true,
                       "pin worker threads to the NIC's NUMA node when sysfs names one"),
+    STRAND_PARAM_BOOL("STRAND_SOCKET_UNPACK", NULL, false,
+                      "device-unpack mode: report NCCL_NET_DEVICE_UNPACK v7, land received bytes "
+                      "in a GPU-mapped bounce arena and let NCCL's kernel gather them (needs "
+                      "NCCL_PROTO=Simple; see docs/plugins/socket.md)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_ARENA_MB", NULL, 256, 1, 4095,
+                     "unpack mode: bounce arena per GPU per process, in MiB (< 4 GiB: record "
+                     "offsets are 32-bit); receives wait for space when it is full"),
+    STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_RECORD", NULL, 16384, 4096, 4 << 20,
+                     "unpack mode: bytes per unpack record (rounded down to 16); each record is "
+                     "gathered by one warp, and a receive may have at most 2048"),
 };
 
 static strand_result_t get_int(const char *name, int64_t *v, bool *from_env) {
@@ -201,6 +211,13 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   bool pin = true;
   if ((rc = strand_param_get_bool("STRAND_SOCKET_NUMA_PIN", &pin)) != STRAND_SUCCESS) return rc;
   cfg->numa_pin = pin;
+  bool unpack = false;
+  if ((rc = strand_param_get_bool("STRAND_SOCKET_UNPACK", &unpack)) != STRAND_SUCCESS) return rc;
+  cfg->unpack = unpack;
+  if ((rc = get_int("STRAND_SOCKET_UNPACK_ARENA_MB", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->unpack_arena = (size_t)v << 20;
+  if ((rc = get_int("STRAND_SOCKET_UNPACK_RECORD", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->unpack_record = (size_t)v & ~(size_t)15;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

@@ -303,6 +303,8 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
   return STRAND_SUCCESS;
 }
 
+static void close_comm(sk_comm_t *c);
+
 static void group_drop(sk_group_t *g) {
   for (int i = 0; i < g->total; i++)
     if (g->fds[i] >= 0) close(g->fds[i]);
@@ -310,7 +312,6 @@ static void group_drop(sk_group_t *g) {
 }
 
 strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm) {
-  (void)recvDevComm;
   if (listenComm == NULL || recvComm == NULL) return STRAND_INVALID_ARGUMENT;
   *recvComm = NULL;
   sk_listen_t *lc = listenComm;
@@ -373,6 +374,11 @@ strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t
     strand_result_t rc = build_comm(SK_COMM_RECV, lc->dev, g->fds, g->total, &g->peer, &c);
     memset(g, 0, sizeof *g);
     if (rc != STRAND_SUCCESS) return abi_result(rc);
+    rc = sk_unpack_accept(c, recvDevComm);
+    if (rc != STRAND_SUCCESS) {
+      close_comm(c);
+      return abi_result(rc);
+    }
     *recvComm = c;
     return STRAND_SUCCESS;
   }
@@ -393,6 +399,7 @@ static void close_comm(sk_comm_t *c) {
   }
   shutdown(c->ctrl_fd, SHUT_WR);
   for (int i = 0; i < c->nstreams; i++) shutdown(c->streams[i]->fd, SHUT_WR);
+  sk_unpack_close(c);
   sk_comm_free(c);
   sk_comm_count_add(-1);
 }

@@ -73,6 +73,7 @@ static strand_result_t sk_get_properties(int dev, strand_props_t *p) {
   p->latency = SK_LATENCY_US;
   p->maxRecvs = SK_MAX_RECVS;
   p->maxP2pBytes = SK_MAX_MSG;
+  if (sk_unpack_mode()) sk_unpack_props(p);
   return STRAND_SUCCESS;
 }
 
@@ -94,8 +95,8 @@ static const strand_net_t sk_net = {
     .closeSend = sk_close_send,
     .closeRecv = sk_close_recv,
     .closeListen = sk_close_listen,
-    .getDeviceMr = NULL,
-    .irecvConsumed = NULL,
+    .getDeviceMr = sk_get_device_mr,
+    .irecvConsumed = sk_irecv_consumed,
     .makeVDevice = NULL,
     .finalize = sk_finalize,
     .setNetAttr = NULL,

@@ -499,7 +499,6 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
 
 strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
                          void **mhandles, void **phandles, void **request) {
-  (void)mhandles;
   (void)phandles;
   if (request == NULL) return STRAND_INVALID_ARGUMENT;
   /* A v9+ core may pre-store NCCL_NET_OPTIONAL_RECV_COMPLETION here (LL/LL128, n == 1): the GPU
@@ -525,9 +524,29 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
       return STRAND_INVALID_ARGUMENT;
     }
   }
+  /* Unpack mode accepts GPU registrations on receive comms; one without a device handle (host
+   * mode) would have the CPU write into GPU memory. */
+  if (c->unpack == NULL && sk_config()->unpack && mhandles != NULL) {
+    for (int i = 0; i < n; i++) {
+      if (sk_mr_type(mhandles[i]) == STRAND_PTR_CUDA) {
+        STRAND_WARN("irecv from %s: GPU-memory receive on a connection accepted without an unpack "
+                    "device handle; only unpack connections can receive into GPU memory", c->peer);
+        return STRAND_INVALID_USAGE;
+      }
+    }
+  }
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "irecv");
   sk_recv_slot_t *s = strand_pool_get(&c->slots);
   if (s == NULL) return STRAND_SUCCESS; /* SK_RECV_SLOTS posted: retry later */
+  char *landing = NULL; /* unpack mode: the bounce-arena run the payload goes to instead */
+  if (c->unpack != NULL) {
+    bool retry = false;
+    rc = sk_unpack_post(c, s, n, sizes, mhandles, &landing, &retry);
+    if (rc != STRAND_SUCCESS || retry) {
+      strand_pool_put(&c->slots, s);
+      return rc;
+    }
+  }
   int64_t slot = strand_pool_index(&c->slots, s);
   s->seq = c->next_seq++;
   s->n = n;
@@ -543,7 +562,7 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
   for (int i = 0; i < n; i++) {
     sk_recv_entry_t *e = &s->e[i];
     s->nlarge += sizes[i] > c->inline_max;
-    e->data = data[i];
+    e->data = landing != NULL ? landing : data[i];
     e->posted = sizes[i];
     e->size = 0;
     e->size_known = false;
@@ -633,6 +652,9 @@ static strand_result_t test_recv(sk_recv_slot_t *s, int *done, int *sizes) {
     }
     return STRAND_SUCCESS;
   }
+  /* Unpack mode: the records and their count are visible before done is (ring publication). */
+  if (c->unpack != NULL && (rc = sk_unpack_complete(c, s, s->e[0].size)) != STRAND_SUCCESS)
+    return rc;
   *done = 1;
   if (sizes)
     for (int i = 0; i < s->n; i++) sizes[i] = (int)s->e[i].size;

@@ -114,6 +114,7 @@ extern const conform_check_t conform_checks_limits[];
 extern const conform_check_t conform_checks_group[];
 extern const conform_check_t conform_checks_life[];
 extern const conform_check_t conform_checks_collnet[];
+extern const conform_check_t conform_checks_unpack[];
 extern const conform_check_t conform_checks_hostile[];
 
 /* ------------------------------------------------------------------------------------------- */
@@ -224,6 +225,9 @@ typedef struct {
 /* Ring link on `dev`: listen, allgather handles, then connect to next / accept from prev,
  * retrying both until up, closeListen right after accept (§6.1). */
 int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l);
+/* The same for a plugin reporting NCCL_NET_DEVICE_UNPACK: accept gets a pointer to *dh, zeroed
+ * and pre-filled with UNPACK / 0x7 the way NCCL's core hands it over (spec device-unpack §2.1). */
+int conform_link_open_unpack(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *dh);
 /* Barrier (so that no rank tears down while its peer still transfers), then close. */
 void conform_link_close(conform_ctx_t *c, conform_link_t *l);
 int conform_reg(conform_ctx_t *c, void *comm, void *data, size_t size, int type, void **mh);

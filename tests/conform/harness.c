@@ -501,7 +501,22 @@ __attribute__((unused)) static int timed_call(conform_ctx_t *c, const char *what
   return 0;
 }
 
+/* recv_dev: what accept gets to fill (NULL: a pointer to NULL, as for a HOST plugin). */
+static int link_open(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *recv_dev_in);
+
 int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l) {
+  return link_open(c, dev, l, NULL);
+}
+
+int conform_link_open_unpack(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *dh) {
+  /* As NCCL does for an UNPACK plugin: a zeroed handle, pre-filled with type and version. */
+  memset(dh, 0, sizeof *dh);
+  dh->netDeviceType = STRAND_DEV_UNPACK;
+  dh->netDeviceVersion = STRAND_NET_DEVICE_UNPACK_VERSION;
+  return link_open(c, dev, l, dh);
+}
+
+static int link_open(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *recv_dev_in) {
   memset(l, 0, sizeof *l);
   l->dev = dev;
   unsigned char handle[CONFORM_LISTEN_BUF];
@@ -524,7 +539,7 @@ int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l) {
   unsigned char peer_handle[STRAND_NET_HANDLE_MAXSIZE];
   memcpy(peer_handle, all + (size_t)c->next * hs, hs);
   free(all);
-  strand_dev_handle_t *send_dev = NULL, *recv_dev = NULL;
+  strand_dev_handle_t *send_dev = NULL, *recv_dev = recv_dev_in;
   unsigned spins = 0;
   while (!l->send_comm || !l->recv_comm) {
     if (!l->send_comm) {

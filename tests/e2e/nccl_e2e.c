@@ -1,7 +1,7 @@
 /* Real-NCCL end-to-end driver (not in CI): one process per GPU, in the style of nccl-tests.
  *
- *   nccl_e2e --rank R --nranks N --id-file PATH [--check] [--perf OP] [--minbytes B]
- *            [--maxbytes B] [--factor F] [--sizes B,B,..] [--tag TEXT]
+ *   nccl_e2e --rank R --nranks N --id-file PATH [--check] [--check-counts C,C,..] [--perf OP]
+ *            [--minbytes B] [--maxbytes B] [--factor F] [--sizes B,B,..] [--tag TEXT]
  *
  * The launcher (run_e2e.sh) gives every process its own NCCL_HOSTID, so NCCL sees N nodes and
  * every byte between the ranks crosses the network plugin. Rank 0 writes the ncclUniqueId to
@@ -10,7 +10,9 @@
  * --check   verifies results: all-reduce sum/prod/max/min over float, half, bfloat16, int32,
  *           int64; all-gather; reduce-scatter; broadcast from every root; send/recv around the
  *           ring; all-to-all (grouped send/recv). Inputs are small integers so every result is
- *           exact in every type. Exit status 1 on any wrong element.
+ *           exact in every type. Exit status 1 on any wrong element. --check-counts replaces the
+ *           element counts checked (default 1,1000,262147,4M; 0 is allowed: a zero-byte
+ *           operation; 256M floats = 1 GiB).
  * --perf OP sweeps sizes (allreduce | allgather | reducescatter | broadcast | sendrecv |
  *           alltoall), float, printing time and algorithm/bus bandwidth like nccl-tests. */
 #include <cuda_runtime.h>
@@ -183,11 +185,15 @@ static void *dev_alloc(size_t bytes) {
   return p;
 }
 
+static size_t g_check_counts[16] = {1, 1000, 262147, 4 << 20};
+static size_t g_ncheck_counts = 4;
+
 static void run_checks(void) {
-  const size_t counts[] = {1, 1000, 262147, 4 << 20};
+  const size_t *counts = g_check_counts;
   const ncclDataType_t types[] = {ncclFloat, ncclHalf, ncclBfloat16, ncclInt32, ncclInt64};
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin};
-  const size_t maxc = 4 << 20;
+  size_t maxc = 1;
+  for (size_t ci = 0; ci < g_ncheck_counts; ci++) maxc = counts[ci] > maxc ? counts[ci] : maxc;
   const size_t maxbytes = maxc * 8 * (size_t)g_nranks;
   void *dsend = dev_alloc(maxbytes), *drecv = dev_alloc(maxbytes);
   void *hin = malloc(maxbytes), *hout = malloc(maxbytes);
@@ -196,7 +202,7 @@ static void run_checks(void) {
   /* all-reduce: every type x op x count */
   for (size_t ti = 0; ti < 5; ti++) {
     for (size_t oi = 0; oi < 4; oi++) {
-      for (size_t ci = 0; ci < 4; ci++) {
+      for (size_t ci = 0; ci < g_ncheck_counts; ci++) {
         ncclDataType_t t = types[ti];
         size_t n = counts[ci], es = type_size(t);
         salt++;
@@ -212,7 +218,7 @@ static void run_checks(void) {
       }
     }
   }
-  for (size_t ci = 0; ci < 4; ci++) {
+  for (size_t ci = 0; ci < g_ncheck_counts; ci++) {
     size_t n = counts[ci];
     ncclDataType_t t = ncclFloat;
     /* all-gather: n elements per rank */
@@ -401,6 +407,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--nranks") && i + 1 < argc) g_nranks = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--id-file") && i + 1 < argc) id_file = argv[++i];
     else if (!strcmp(argv[i], "--check")) check = 1;
+    else if (!strcmp(argv[i], "--check-counts") && i + 1 < argc) {
+      g_ncheck_counts = 0;
+      for (char *tok = strtok(argv[++i], ","); tok && g_ncheck_counts < 16; tok = strtok(NULL, ","))
+        g_check_counts[g_ncheck_counts++] = parse_size(tok);
+    }
     else if (!strcmp(argv[i], "--perf") && i + 1 < argc) perf = argv[++i];
     else if (!strcmp(argv[i], "--minbytes") && i + 1 < argc) minb = parse_size(argv[++i]);
     else if (!strcmp(argv[i], "--maxbytes") && i + 1 < argc) maxb = parse_size(argv[++i]);

@@ -14,6 +14,14 @@
 #   tests/e2e/run_e2e.sh ofi-check        correctness checks through strand-ofi (tcp;ofi_rxm)
 #   tests/e2e/run_e2e.sh fi-pingpong      libfabric's own fi_pingpong on tcp;ofi_rxm (the ceiling)
 # `bench` adds strand-ofi on tcp;ofi_rxm as a fourth configuration when it was built.
+#   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
+#                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
+#                                         docs/plugins/socket.md); fails unless NCCL_DEBUG=INFO shows
+#                                         NCCL using the unpack interface. Counts: E2E_CHECK_COUNTS
+#                                         (default 0,1,1000,262147,4M,64M; add 256M for 1 GiB floats)
+#   tests/e2e/run_e2e.sh unpack-bench     all-reduce 8 B .. E2E_MAXBYTES, the same NCCL settings for
+#                                         all three: unpack mode, strand-socket host mode, built-in
+#                                         Socket (docs/benchmarks/device-unpack.md)
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
@@ -123,6 +131,14 @@ ofi_env="NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm LD_LIBRARY_PATH=$plu
 have_ofi=0; [[ -f $build/net_ofi/libnccl-net-strand-ofi.so ]] && have_ofi=1
 builtin_env="NCCL_NET=Socket"
 tuned_env="NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8"
+# What the device-unpack mode needs from NCCL (docs/spec/device-unpack.md §5.5): Simple protocol
+# and Ring only (LL/LL128/PAT/NVLS receives are not unpacked and skew the ring), GDR on for the
+# receive FIFO (the virtual NIC has no PCI path), sends from host memory, no user-buffer
+# registration (NCCL's guards for UNPACK plugins are inactive since 2.24.3).
+unpack_nccl_env="NCCL_PROTO=Simple NCCL_ALGO=Ring NCCL_PAT_ENABLE=0 NCCL_NVLS_ENABLE=0 \
+NCCL_COLLNET_ENABLE=0 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=0 NCCL_LOCAL_REGISTER=0 \
+NCCL_GRAPH_REGISTER=0 NCCL_MIN_NCHANNELS=${E2E_UNPACK_NCHANNELS:-16}"
+unpack_env="$strand_env STRAND_SOCKET_UNPACK=1 $unpack_nccl_env"
 
 case "$mode" in
   check)
@@ -174,8 +190,38 @@ case "$mode" in
     launch builtin-default "$builtin_env" --perf "${E2E_OP:-allreduce}" --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     launch builtin-tuned "$tuned_env" --perf "${E2E_OP:-allreduce}" --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     ;;
+  unpack)
+    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-socket unpack mode, $nranks ranks"
+    rc=0
+    launch strand-unpack "$unpack_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check \
+      --check-counts "${E2E_CHECK_COUNTS:-0,1,1000,262147,4M,64M}" || rc=1
+    echo "# lines proving the unpack interface is in use:"
+    # NCCL's own line ("Using NCCL_NET_DEVICE_UNPACK net plugin version 7" in 2.19-2.30), not
+    # the plugin's lines (its parameter dump and arena line also say "unpack").
+    if ! grep -hE 'NCCL_NET_DEVICE_UNPACK' "$build/log.strand-unpack.rank0" \
+        | grep -viE 'strand|STRAND_SOCKET|device_unpack' | head -8 | grep .; then
+      echo "FAIL: no NCCL INFO line mentions the unpack interface" >&2
+      rc=1
+    fi
+    if ! grep -h 'device_unpack: bounce arena.*mapped pinned' "$build/log.strand-unpack.rank0"; then
+      echo "FAIL: the plugin did not set up a GPU-mapped bounce arena (no CUDA context?)" >&2
+      rc=1
+    fi
+    grep -hE 'WARN' "$build/log.strand-unpack.rank0" | head -5 || true
+    exit $rc
+    ;;
+  unpack-bench)
+    echo "# $(date -u +%FT%TZ) $(hostname): all-reduce 8 B .. $maxbytes, $nranks ranks, unpack settings for all"
+    launch unpack "$unpack_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "strand-socket unpack"
+    launch unpack-host "$strand_env $unpack_nccl_env" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "strand-socket host"
+    launch unpack-builtin "$builtin_env $unpack_nccl_env" \
+      --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "built-in Socket"
+    grep -hE 'NCCL_NET_DEVICE_UNPACK|bounce arena' "$build/log.unpack.rank0" | head -3
+    ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench" >&2
     exit 2
     ;;
 esac
