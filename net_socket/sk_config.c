@@ -95,7 +95,7 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_STRING("STRAND_SOCKET_TUNER_CHANNELS", NULL, SK_TUNER_DEFAULT_CHANNELS,
                         "the tuner's policy: comma list of SIZE:CHANNELS, sizes increasing, e.g. "
                         "64K:2,2M:4 = up to 64 KiB 2 channels, up to 2 MiB 4, above NCCL's count "
-                        "(CHANNELS 0 = NCCL's count; \"\" = no change at any size)"),
+                        "(CHANNELS 0 = NCCL's count; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
 };
 
 strand_result_t sk_params_register(void) {

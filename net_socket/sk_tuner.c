@@ -61,7 +61,7 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   }
   if (why == NULL && !enabled) why = "disabled by STRAND_SOCKET_TUNER=0";
   if (why == NULL && nNodes <= 1) why = "single-node communicator: no traffic crosses strand-socket";
-  if (why == NULL && t->policy.nbands == 0) why = "STRAND_SOCKET_TUNER_CHANNELS is empty";
+  if (why == NULL && t->policy.nbands == 0) why = "STRAND_SOCKET_TUNER_CHANNELS has no bands";
   t->active = why == NULL;
 
   char text[512];
