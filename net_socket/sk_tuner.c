@@ -1,5 +1,5 @@
 /* strand-socket — the NCCL tuner that lives in the plugin's library (NCCL loads it from the NET
- * plugin's .so when NCCL_TUNER_PLUGIN is unset; spec §10.1).
+ * plugin's .so when it finds no tuner library of its own: spec §11.1).
  *
  * What it does: for a collective that crosses strand-socket (the communicator spans nodes) and for
  * which NCCL's cheapest cost entry is ring, tree or PAT, it answers nChannels from the size bands of

@@ -1,5 +1,5 @@
 /* Strand SDK — the tuner export layer: ncclTunerPlugin_v2 .. ncclTunerPlugin_v6 from the plugin's
- * one v6-semantics tuner table (strand_plugin_tuner); spec §10.
+ * one v6-semantics tuner table (strand_plugin_tuner); spec §11.
  *
  * Same construction as export_net.c: zero-initialised tables filled by a constructor at dlopen
  * time. Unlike the net tables, every getCollInfo goes through a guard (guarded_collinfo): the core

@@ -1,6 +1,7 @@
 /* Strand SDK — an optional NCCL tuner beside the net plugin.
  *
- * NCCL (2.21+) looks for a tuner in the NET plugin's own library when NCCL_TUNER_PLUGIN is unset,
+ * NCCL (2.21+) looks for a tuner in the NET plugin's own library when it finds no tuner library
+ * (NCCL_TUNER_PLUGIN unset or not loadable, no libnccl-tuner.so),
  * so a transport that knows which channel counts suit it can say so without a second library. A
  * plugin implements ONE tuner table with the newest (v6) semantics and names it, once, at file
  * scope:
@@ -8,7 +9,7 @@
  *   STRAND_TUNER_PLUGIN(my_tuner);
  *
  * The SDK then exports ncclTunerPlugin_v2 .. ncclTunerPlugin_v6, each adapting the table to what
- * that version's core expects (spec §10.4). A plugin that does not write STRAND_TUNER_PLUGIN exports
+ * that version's core expects (spec §11.6). A plugin that does not write STRAND_TUNER_PLUGIN exports
  * no tuner symbol at all, and NCCL keeps its own tuning.
  *
  * The contract the plugin's functions follow (v6 semantics, whatever core loaded us):

@@ -1,7 +1,7 @@
-/* Strand — NCCL plugin ABI: the tuner tables ncclTuner_v2_t .. ncclTuner_v6_t (spec §10),
+/* Strand — NCCL plugin ABI: the tuner tables ncclTuner_v2_t .. ncclTuner_v6_t (spec §11),
  * exported as ncclTunerPlugin_v2 .. ncclTunerPlugin_v6.
  *
- * NCCL looks the tuner up in the NET plugin's own library when NCCL_TUNER_PLUGIN is unset, newest
+ * NCCL looks the tuner up in the NET plugin's own library when it finds no tuner library, newest
  * symbol first (2.28: v5, v4, v3, v2; 2.30: v6 first). The values, sizes and offsets below are
  * NCCL's; the static asserts pin them. */
 #ifndef STRAND_ABI_TUNER_H
