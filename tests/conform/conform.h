@@ -115,6 +115,7 @@ extern const conform_check_t conform_checks_group[];
 extern const conform_check_t conform_checks_life[];
 extern const conform_check_t conform_checks_collnet[];
 extern const conform_check_t conform_checks_hostile[];
+extern const conform_check_t conform_checks_tuner[];
 
 /* ------------------------------------------------------------------------------------------- */
 /* What a check body sees.                                                                      */
