@@ -17,6 +17,7 @@
  *
  * Files, from the top down; a file calls only files below it (lower layers never name callers):
  *   sk_plugin.c   table, init/finalize, devices, getProperties
+ *   sk_tuner.c    the NCCL tuner in this library (channels per collective size)
  *   sk_conn.c     listen / connect / accept / close            sk_mr.c   regMr / deregMr
  *   sk_xfer.c     isend / irecv / test / iflush, control stream, chunk scheduler
  *   sk_dev.c      interface discovery, speed / NUMA, worker start (global set-up and teardown)
@@ -24,7 +25,8 @@
  *   sk_zerocopy.c MSG_ZEROCOPY: SO_ZEROCOPY and completion notifications
  *   sk_stream.c   moving chunks over one data stream; comm errors
  *   sk_unpack.c   unpack mode: receives land in a GPU-visible bounce arena, NCCL's kernel gathers
- *   sk_config.c   knobs, and the plugin-wide state the data path reads (devices, configuration) */
+ *   sk_config.c   knobs, and the plugin-wide state the data path reads (devices, configuration)
+ *   sk_tuner_policy.c  STRAND_SOCKET_TUNER_CHANNELS: parse, look up, print (pure functions) */
 #ifndef STRAND_NET_SOCKET_SK_H
 #define STRAND_NET_SOCKET_SK_H
 
@@ -58,6 +60,19 @@
 /* ---------------------------------------------------------------------------------------------
  * Configuration, devices, contexts
  * ------------------------------------------------------------------------------------------- */
+/* The tuner's channel policy (sk_tuner_policy.c): size bands, each "collectives of at most
+ * max_bytes run on `channels` channels" (0 = NCCL's own count). Bands are sorted by max_bytes,
+ * strictly increasing; sizes above the last band keep NCCL's count. */
+#define SK_TUNER_MAX_BANDS 16
+typedef struct {
+  uint64_t max_bytes;
+  int channels;
+} sk_tuner_band_t;
+typedef struct {
+  int nbands;
+  sk_tuner_band_t bands[SK_TUNER_MAX_BANDS];
+} sk_tuner_policy_t;
+
 typedef struct {
   int nthreads;            /* worker threads in the process; 0 = the proxy thread moves data */
   int nstreams;            /* data streams per connection */
@@ -76,6 +91,8 @@ typedef struct {
   bool unpack;             /* STRAND_SOCKET_UNPACK: report NCCL_NET_DEVICE_UNPACK (sk_unpack.c) */
   size_t unpack_arena;     /* bounce arena bytes per GPU per process */
   size_t unpack_record;    /* bytes per unpack record (multiple of 16) */
+  bool tuner_enabled;      /* STRAND_SOCKET_TUNER: the tuner may change NCCL's channel counts */
+  sk_tuner_policy_t tuner_policy; /* STRAND_SOCKET_TUNER_CHANNELS, parsed */
 } sk_config_t;
 
 typedef struct {
@@ -221,6 +238,23 @@ typedef struct sk_comm {
 /* Registers and reads the knobs into the plugin-wide configuration, sizing the automatic ones for
  * the link speed (< 0: unknown) and core count. */
 strand_result_t sk_config_load(int link_speed_mbps, int ncpus);
+/* Register the plugin's parameter table (idempotent). sk_config_load does it; the tuner, which
+ * NCCL may initialise although the net side never was, calls it before reading its knobs. */
+strand_result_t sk_params_register(void);
+/* Read STRAND_SOCKET_TUNER / STRAND_SOCKET_TUNER_CHANNELS. A bad value is a WARN naming it and
+ * STRAND_INVALID_USAGE, as for every other knob. */
+strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy);
+
+/* sk_tuner_policy.c: STRAND_SOCKET_TUNER_CHANNELS grammar, a comma list of SIZE:CHANNELS items,
+ * SIZE an integer with an optional K/M/G suffix (x1024^n), CHANNELS 0..STRAND_TUNER_MAX_CHANNELS,
+ * sizes strictly increasing; "" = no bands. On error *policy is untouched and `err` says what and
+ * where. */
+strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *policy, char *err,
+                                       size_t errlen);
+/* Channels for a collective of nbytes: the first band with nbytes <= max_bytes, else 0. */
+int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes);
+/* "<=64K:2 <=2M:4 above:NCCL" style text for the INFO line. */
+void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len);
 const sk_config_t *sk_config(void);
 const sk_dev_t *sk_device(int dev);
 int sk_device_count(void);

@@ -18,6 +18,10 @@
 #include "strand/params.h"
 
 #define SK_AUTO (-2)
+/* The tuner's default policy: fewer channels up to 2 MiB, where 2 channels beat NCCL's 8 on the
+ * 2-node H200 measurement (docs/benchmarks/socket.md, "Known gaps"); NCCL's own count above,
+ * where 2 channels lost. To be refined from the sweep in docs/plugins/socket.md. */
+#define SK_TUNER_DEFAULT_CHANNELS "2M:2"
 
 static struct {
   int ndev;
@@ -94,7 +98,36 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_UNPACK_RECORD", NULL, 16384, 4096, 4 << 20,
                      "unpack mode: bytes per unpack record (rounded down to 16); each record is "
                      "gathered by one warp, and a receive may have at most 2048"),
+    STRAND_PARAM_BOOL("STRAND_SOCKET_TUNER", NULL, true,
+                      "the tuner in this library sets NCCL's channel count per collective size "
+                      "(STRAND_SOCKET_TUNER_CHANNELS) for collectives across nodes; 0 = leave "
+                      "NCCL's choices alone"),
+    STRAND_PARAM_STRING("STRAND_SOCKET_TUNER_CHANNELS", NULL, SK_TUNER_DEFAULT_CHANNELS,
+                        "the tuner's policy: comma list of SIZE:CHANNELS, sizes increasing, e.g. "
+                        "64K:2,2M:4 = up to 64 KiB 2 channels, up to 2 MiB 4, above NCCL's count "
+                        "(CHANNELS 0 = NCCL's count; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
 };
+
+strand_result_t sk_params_register(void) {
+  return strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
+}
+
+strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
+  strand_result_t rc = sk_params_register();
+  if (rc != STRAND_SUCCESS) return rc;
+  if ((rc = strand_param_get_bool("STRAND_SOCKET_TUNER", enabled)) != STRAND_SUCCESS) return rc;
+  const char *text = NULL;
+  if ((rc = strand_param_get_string("STRAND_SOCKET_TUNER_CHANNELS", &text)) != STRAND_SUCCESS)
+    return rc;
+  char err[256];
+  if (sk_tuner_policy_parse(text, policy, err, sizeof err) != STRAND_SUCCESS) {
+    STRAND_WARN("STRAND_SOCKET_TUNER_CHANNELS='%s' is invalid: %s. Expected a comma list of "
+                "SIZE:CHANNELS with increasing sizes, e.g. 64K:2,2M:4; set "
+                "STRAND_SOCKET_TUNER=0 to turn the tuner off instead", text ? text : "", err);
+    return STRAND_INVALID_USAGE;
+  }
+  return STRAND_SUCCESS;
+}
 
 static strand_result_t get_int(const char *name, int64_t *v, bool *from_env) {
   strand_result_t rc = strand_param_get_int(name, v);
@@ -157,7 +190,7 @@ static strand_result_t peer_timeout(sk_config_t *cfg) {
 
 strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   sk_config_t *cfg = &g.cfg;
-  strand_result_t rc = strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
+  strand_result_t rc = sk_params_register();
   if (rc != STRAND_SUCCESS) return rc;
   strand_params_check_unknown("STRAND_SOCKET_");
   rc = strand_params_validate();
@@ -218,6 +251,9 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   cfg->unpack_arena = (size_t)v << 20;
   if ((rc = get_int("STRAND_SOCKET_UNPACK_RECORD", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->unpack_record = (size_t)v & ~(size_t)15;
+  /* Parsed here although only the tuner uses it, so that a bad policy fails init like any knob. */
+  if ((rc = sk_tuner_config_read(&cfg->tuner_enabled, &cfg->tuner_policy)) != STRAND_SUCCESS)
+    return rc;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

@@ -1,5 +1,5 @@
 /* Strand SDK — internals shared by the export layer (export_common.c, export_net.c,
- * export_collnet.c). Not installed: plugins only see strand/plugin.h.
+ * export_collnet.c, export_tuner.c). Not installed: plugins only see strand/plugin.h and strand/tuner.h.
  *
  * The unit tests include this header too: the *_fill_tables() and *_reset_for_test() hooks let
  * them swap members of the mock plugin table and start from a fresh "just loaded" state. */
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "strand/plugin.h"
+#include "strand/tuner.h"
 
 /* Largest `n` an irecv may carry (NCCL_PROXY_MAX_SUBS): bounds the on-stack size_t arrays that
  * v6..v8 irecv adapters build from the core's int arrays. */
@@ -37,6 +38,12 @@ extern STRAND_EXPORT_SYMBOL strand_collnet_v9_t ncclCollNetPlugin_v9;
 extern STRAND_EXPORT_SYMBOL strand_collnet_v10_t ncclCollNetPlugin_v10;
 extern STRAND_EXPORT_SYMBOL strand_collnet_v11_t ncclCollNetPlugin_v11;
 extern STRAND_EXPORT_SYMBOL strand_collnet_v12_t ncclCollNetPlugin_v12;
+/* Defined in export_tuner.c, linked in only when the plugin has a tuner (STRAND_TUNER_PLUGIN). */
+extern STRAND_EXPORT_SYMBOL strand_tuner_v2_t ncclTunerPlugin_v2;
+extern STRAND_EXPORT_SYMBOL strand_tuner_v3_t ncclTunerPlugin_v3;
+extern STRAND_EXPORT_SYMBOL strand_tuner_v4_t ncclTunerPlugin_v4;
+extern STRAND_EXPORT_SYMBOL strand_tuner_v5_t ncclTunerPlugin_v5;
+extern STRAND_EXPORT_SYMBOL strand_tuner_v6_t ncclTunerPlugin_v6;
 
 /* ---- logging: the export layer's own WARN/INFO, through the logger the core gave to init ---- */
 void strand_export_set_logger(strand_logger_t logger);
@@ -87,5 +94,13 @@ void strand_export_net_fill_tables(void);     /* re-derive ncclNetPlugin_v* from
 void strand_export_net_reset_for_test(void);  /* forget contexts and the noted version */
 void strand_export_collnet_fill_tables(void);
 void strand_export_collnet_reset_for_test(void);
+void strand_export_tuner_fill_tables(void);
+void strand_export_tuner_reset_for_test(void);  /* forget the noted version and the once-WARNs */
+/* The v4..v6 getCollInfo: the plugin's, with ignored cost entries restored and nChannels kept in
+ * 0..STRAND_TUNER_MAX_CHANNELS afterwards (a WARN once per kind of mistake). */
+strand_result_t strand_export_tuner_guarded_collinfo(void *ctx, strand_tuner_func_t func,
+                                                     size_t nBytes, int numPipeOps, float **table,
+                                                     int numAlgo, int numProto, int regBuff,
+                                                     int *nChannels);
 
 #endif

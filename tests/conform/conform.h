@@ -116,6 +116,7 @@ extern const conform_check_t conform_checks_life[];
 extern const conform_check_t conform_checks_collnet[];
 extern const conform_check_t conform_checks_unpack[];
 extern const conform_check_t conform_checks_hostile[];
+extern const conform_check_t conform_checks_tuner[];
 
 /* ------------------------------------------------------------------------------------------- */
 /* What a check body sees.                                                                      */

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Every Strand plugin .so in the build tree exports ncclNetPlugin_v* / ncclCollNetPlugin_v* and
-# nothing else (DESIGN.md: several plugins must live in one process), as data symbols, with the
-# complete v6..v12 set. Plugins are found by name (libnccl-net-strand-*.so) outside tests/, plus
-# the two packaging fixtures given on the command line, which are also dlopen'ed and inspected.
+# Every Strand plugin .so in the build tree exports ncclNetPlugin_v* / ncclCollNetPlugin_v* /
+# ncclTunerPlugin_v* and nothing else (DESIGN.md: several plugins must live in one process), as
+# data symbols, with complete sets (net and CollNet v6..v12, tuner v2..v6). Plugins are found by
+# name (libnccl-net-strand-*.so) outside tests/, plus the two packaging fixtures given on the
+# command line, which are also dlopen'ed and inspected.
 #
 # usage: check_exports.sh BUILD_ROOT FIXTURE_WITH_COLLNET.so FIXTURE_NET_ONLY.so DLOPEN_CHECK
 set -u
@@ -18,8 +19,8 @@ check_one() { # $1 = .so path
     fail "$so: nm failed: $syms"
     return
   fi
-  bad=$(awk '$NF !~ /^(ncclNetPlugin_v[0-9]+|ncclCollNetPlugin_v[0-9]+)$/ {print $NF}' <<<"$syms")
-  [ -z "$bad" ] || fail "$so exports symbols besides ncclNetPlugin_v*/ncclCollNetPlugin_v*: $(echo $bad)"
+  bad=$(awk '$NF !~ /^(ncclNetPlugin_v[0-9]+|ncclCollNetPlugin_v[0-9]+|ncclTunerPlugin_v[0-9]+)$/ {print $NF}' <<<"$syms")
+  [ -z "$bad" ] || fail "$so exports symbols besides ncclNetPlugin_v*/ncclCollNetPlugin_v*/ncclTunerPlugin_v*: $(echo $bad)"
   # NCCL looks the tables up as data: a function (type T/t) of that name would be read as a table.
   bad=$(awk 'NF >= 3 && $2 !~ /^[BbDdRrGgSs]$/ {print $NF "(" $2 ")"}' <<<"$syms")
   [ -z "$bad" ] || fail "$so: these plugin symbols are not data objects: $(echo $bad)"
@@ -30,6 +31,11 @@ check_one() { # $1 = .so path
   if grep -q ncclCollNetPlugin_v <<<"$syms"; then
     for v in 6 7 8 9 10 11 12; do
       grep -qw "ncclCollNetPlugin_v$v" <<<"$syms" || missing="$missing ncclCollNetPlugin_v$v"
+    done
+  fi
+  if grep -q ncclTunerPlugin_v <<<"$syms"; then
+    for v in 2 3 4 5 6; do
+      grep -qw "ncclTunerPlugin_v$v" <<<"$syms" || missing="$missing ncclTunerPlugin_v$v"
     done
   fi
   [ -z "$missing" ] || fail "$so: missing$missing"
@@ -47,6 +53,10 @@ for so in "${plugins[@]}"; do check_one "$so"; done
 # The net-only fixture must not drag the CollNet export object in, and both must load and be named.
 nm -D --defined-only "$fixture_net" | grep -q ncclCollNetPlugin_v && \
   fail "$fixture_net: CollNet symbols exported without a CollNet table"
+nm -D --defined-only "$fixture_net" | grep -q ncclTunerPlugin_v && \
+  fail "$fixture_net: tuner symbols exported without a tuner"
+nm -D --defined-only "$fixture_both" | grep -q ncclTunerPlugin_v6 || \
+  fail "$fixture_both: no tuner symbols although it has a tuner"
 "$dlopen_check" "$fixture_both" strand-pkgboth collnet || fail "dlopen check of $fixture_both"
 "$dlopen_check" "$fixture_net" strand-pkgnet nocollnet || fail "dlopen check of $fixture_net"
 

@@ -1,7 +1,9 @@
 /* Loads a plugin .so the way NCCL does (dlopen RTLD_NOW|RTLD_LOCAL, data symbols by name) and
  * checks what a core of any version would find: ncclNetPlugin_v6..v12 with the expected name,
- * and ncclCollNetPlugin_v6..v12 present or absent as expected. Then it calls the v7 init and
- * devices through the export layer, so the adapters are exercised across the dlopen boundary.
+ * and ncclCollNetPlugin_v6..v12 present or absent as expected, and ncclTunerPlugin_v2..v6 with
+ * them ("collnet" = a plugin with every optional table). Then it calls the v7 init and devices, and
+ * (when there is a tuner) the v3 and v5 tuner through the export layer, so the adapters are
+ * exercised across the dlopen boundary.
  *
  * usage: pkg_dlopen_check PLUGIN.so NAME collnet|nocollnet      exit 0 = all good */
 #include <dlfcn.h>
@@ -47,6 +49,40 @@ int main(int argc, char **argv) {
       failures++;
     } else if (!want_collnet && table != NULL) {
       fprintf(stderr, "FAIL %s: %s exported by a plugin without a CollNet table\n", path, sym);
+      failures++;
+    }
+  }
+  for (int v = 2; v <= 6; v++) {
+    char sym[64];
+    snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
+    const char *const *table = dlsym(lib, sym);
+    if (want_collnet && (table == NULL || table[0] == NULL || strcmp(table[0], name) != 0)) {
+      fprintf(stderr, "FAIL %s: %s missing or misnamed\n", path, sym);
+      failures++;
+    } else if (!want_collnet && table != NULL) {
+      fprintf(stderr, "FAIL %s: %s exported by a plugin without a tuner\n", path, sym);
+      failures++;
+    }
+  }
+  strand_tuner_v5_t *t5 = dlsym(lib, "ncclTunerPlugin_v5");
+  strand_tuner_v3_t *t3 = dlsym(lib, "ncclTunerPlugin_v3");
+  if (want_collnet && t5 != NULL && t3 != NULL) {
+    float cost[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS] = {{0}};
+    void *ctx = NULL;
+    int nch5 = 0, nch3 = 0;
+    strand_result_t rc = t5->init(&ctx, 1, 2, 2, quiet_logger, NULL, NULL);
+    if (rc == STRAND_SUCCESS)
+      rc = t5->getCollInfo(ctx, STRAND_FUNC_ALLREDUCE, 1024, 1, (float **)(void *)cost,
+                           STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, 0, &nch5);
+    if (rc == STRAND_SUCCESS) rc = t5->finalize(ctx);
+    if (rc == STRAND_SUCCESS) rc = t3->init(2, 2, quiet_logger, &ctx);
+    if (rc == STRAND_SUCCESS)
+      rc = t3->getCollInfo(ctx, STRAND_FUNC_ALLREDUCE, 1024, 1, (float **)(void *)cost,
+                           STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, &nch3);
+    if (rc == STRAND_SUCCESS) rc = t3->destroy(ctx);
+    if (rc != STRAND_SUCCESS || nch5 != 1 || nch3 != 1) {
+      fprintf(stderr, "FAIL %s: tuner v5/v3 returned %d, nChannels %d / %d (expected 1)\n", path,
+              rc, nch5, nch3);
       failures++;
     }
   }

@@ -1,10 +1,12 @@
 /* Packaging fixture: the smallest plugin that links the SDK the way every Strand plugin does, so
  * the export check always has at least one .so to look at. Built twice: FIXTURE_COLLNET=1 adds a
- * CollNet table (ncclCollNetPlugin_v* must appear), without it none may appear.
+ * CollNet table and a tuner (ncclCollNetPlugin_v* and ncclTunerPlugin_v* must appear), without it
+ * neither may appear.
  * Every entry point fails politely: this plugin is inspected, never used for traffic. */
 #include <stddef.h>
 
 #include "strand/plugin.h"
+#include "strand/tuner.h"
 
 #ifndef FIXTURE_NAME
 #error "FIXTURE_NAME must be defined by the build"
@@ -109,4 +111,27 @@ static const strand_collnet_t fixture_collnet = {
     .finalize = fx_finalize,
 };
 STRAND_COLLNET_PLUGIN(fixture_collnet);
+
+/* A tuner that asks for 1 channel for everything: visible through the dlopen check. */
+static strand_result_t fxt_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                                strand_logger_t logger, strand_nvl_domain_info_t *nvl,
+                                strand_tuner_constants_t *k) {
+  (void)commId; (void)nRanks; (void)nNodes; (void)logger; (void)nvl; (void)k;
+  *ctx = NULL;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fxt_coll_info(void *ctx, strand_tuner_func_t f, size_t n, int pipe,
+                                     float **table, int na, int np, int reg, int *nch) {
+  (void)ctx; (void)f; (void)n; (void)pipe; (void)table; (void)na; (void)np; (void)reg;
+  *nch = 1;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fxt_finalize(void *ctx) { (void)ctx; return STRAND_SUCCESS; }
+static const strand_tuner_t fixture_tuner = {
+    .name = FIXTURE_NAME,
+    .init = fxt_init,
+    .getCollInfo = fxt_coll_info,
+    .finalize = fxt_finalize,
+};
+STRAND_TUNER_PLUGIN(fixture_tuner);
 #endif

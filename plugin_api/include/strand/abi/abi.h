@@ -1,4 +1,4 @@
-/* Strand — the whole NCCL plugin ABI, v6..v12. */
+/* Strand — the whole NCCL plugin ABI: net/CollNet v6..v12, tuner v2..v6. */
 #ifndef STRAND_ABI_ABI_H
 #define STRAND_ABI_ABI_H
 #include "strand/abi/types.h"
@@ -6,4 +6,5 @@
 #include "strand/abi/props.h"
 #include "strand/abi/net.h"
 #include "strand/abi/collnet.h"
+#include "strand/abi/tuner.h"
 #endif

@@ -1,0 +1,126 @@
+/* strand-socket — the tuner's channel policy: parsing STRAND_SOCKET_TUNER_CHANNELS, looking a size
+ * up, and printing the policy for the INFO line. Pure functions, no state: sk_config.c parses the
+ * knob at init (so that a bad value fails init like any other knob) and sk_tuner.c looks sizes up.
+ *
+ * Why size bands and nothing else: the one gap measured (docs/benchmarks/socket.md, "Known gaps")
+ * is NCCL opening as many channels for a 64 KiB collective as for a 128 MiB one; fewer channels
+ * win below a few MiB and lose above. A table of "up to SIZE: N channels" says exactly that and
+ * nothing it was not measured to need. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk.h"
+
+static const char *skip_blanks(const char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  return s;
+}
+
+/* An unsigned integer with an optional binary suffix; *end past it (and trailing blanks). */
+static bool parse_size(const char *s, uint64_t *out, const char **end) {
+  s = skip_blanks(s);
+  if (!isdigit((unsigned char)*s)) return false;
+  errno = 0;
+  char *e = NULL;
+  unsigned long long v = strtoull(s, &e, 10);
+  if (errno != 0 || e == s) return false;
+  int shift = 0;
+  switch (toupper((unsigned char)*e)) {
+    case 'K': shift = 10; e++; break;
+    case 'M': shift = 20; e++; break;
+    case 'G': shift = 30; e++; break;
+    default: break;
+  }
+  /* Accept "64KB" / "64KiB" spellings too: people write sizes that way. */
+  if (shift != 0 && (e[0] == 'i' || e[0] == 'I') && (e[1] == 'B' || e[1] == 'b')) e += 2;
+  else if (shift != 0 && (e[0] == 'B' || e[0] == 'b')) e++;
+  if (shift != 0 && v > (UINT64_MAX >> shift)) return false;
+  *out = (uint64_t)v << shift;
+  *end = skip_blanks(e);
+  return true;
+}
+
+static bool parse_channels(const char *s, int *out, const char **end) {
+  s = skip_blanks(s);
+  if (!isdigit((unsigned char)*s)) return false;
+  errno = 0;
+  char *e = NULL;
+  long v = strtol(s, &e, 10);
+  if (errno != 0 || e == s || v < 0 || v > STRAND_TUNER_MAX_CHANNELS) return false;
+  *out = (int)v;
+  *end = skip_blanks(e);
+  return true;
+}
+
+strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *policy, char *err,
+                                       size_t errlen) {
+  sk_tuner_policy_t p = {0};
+  if (err != NULL && errlen > 0) err[0] = '\0';
+  const char *s = skip_blanks(text != NULL ? text : "");
+  if (*s == '\0') {
+    *policy = p;
+    return STRAND_SUCCESS;
+  }
+  for (int item = 1;; item++) {
+    const char *start = s, *e = NULL;
+    uint64_t size = 0;
+    int ch = 0;
+    if (!parse_size(s, &size, &e) || *e != ':') {
+      snprintf(err, errlen, "item %d ('%.*s'): expected SIZE:CHANNELS with SIZE like 65536, 64K, "
+               "2M or 1G", item, (int)strcspn(start, ","), start);
+      return STRAND_INVALID_USAGE;
+    }
+    if (!parse_channels(e + 1, &ch, &e) || (*e != ',' && *e != '\0')) {
+      snprintf(err, errlen, "item %d ('%.*s'): CHANNELS must be an integer 0..%d (0 = NCCL's own "
+               "count)", item, (int)strcspn(start, ","), start, STRAND_TUNER_MAX_CHANNELS);
+      return STRAND_INVALID_USAGE;
+    }
+    if (p.nbands == SK_TUNER_MAX_BANDS) {
+      snprintf(err, errlen, "more than %d items", SK_TUNER_MAX_BANDS);
+      return STRAND_INVALID_USAGE;
+    }
+    if (p.nbands > 0 && size <= p.bands[p.nbands - 1].max_bytes) {
+      snprintf(err, errlen, "item %d ('%.*s'): sizes must increase from item to item (%llu bytes "
+               "after %llu)", item, (int)strcspn(start, ","), start, (unsigned long long)size,
+               (unsigned long long)p.bands[p.nbands - 1].max_bytes);
+      return STRAND_INVALID_USAGE;
+    }
+    p.bands[p.nbands++] = (sk_tuner_band_t){.max_bytes = size, .channels = ch};
+    if (*e == '\0') break;
+    s = e + 1;
+  }
+  *policy = p;
+  return STRAND_SUCCESS;
+}
+
+int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes) {
+  for (int i = 0; i < policy->nbands; i++)
+    if (nbytes <= policy->bands[i].max_bytes) return policy->bands[i].channels;
+  return 0;
+}
+
+static void format_size(uint64_t v, char *buf, size_t len) {
+  if (v != 0 && v % (1ULL << 30) == 0) snprintf(buf, len, "%lluG", (unsigned long long)(v >> 30));
+  else if (v != 0 && v % (1ULL << 20) == 0) snprintf(buf, len, "%lluM", (unsigned long long)(v >> 20));
+  else if (v != 0 && v % (1ULL << 10) == 0) snprintf(buf, len, "%lluK", (unsigned long long)(v >> 10));
+  else snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len) {
+  if (len == 0) return;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < policy->nbands && used < len; i++) {
+    char size[32], ch[16];
+    format_size(policy->bands[i].max_bytes, size, sizeof size);
+    if (policy->bands[i].channels == 0) snprintf(ch, sizeof ch, "NCCL");
+    else snprintf(ch, sizeof ch, "%d", policy->bands[i].channels);
+    int n = snprintf(buf + used, len - used, "<=%s:%s ", size, ch);
+    if (n < 0) return;
+    used += (size_t)n;
+  }
+  if (used < len) snprintf(buf + used, len - used, "above:NCCL");
+}

@@ -1,0 +1,363 @@
+/* strand-socket tuner: the STRAND_SOCKET_TUNER_CHANNELS parser and lookup (sk_tuner_policy.c), and
+ * the tuner itself (sk_tuner.c) driven through the exported ncclTunerPlugin_v5 / _v3 tables the way
+ * NCCL 2.28 / 2.22 call them. Linked from the plugin's own sources (sk_tuner.c, sk_tuner_policy.c,
+ * sk_config.c) plus the SDK, so the SDK's export layer and guard are the real ones.
+ *
+ * The property that matters most: the tuner never writes a cost-table entry (in particular never
+ * one NCCL marked ignored) and only ever answers nChannels 0 or 1..64 — checked over every table
+ * shape below and over a few thousand generated ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sk.h"
+#include "strand/log.h"
+#include "strand/params.h"
+#include "strand/tuner.h"
+
+#define NA STRAND_TUNER_NUM_ALGORITHMS
+#define NP STRAND_TUNER_NUM_PROTOCOLS
+#define IGN STRAND_ALGO_PROTO_IGNORE
+
+extern strand_tuner_v5_t ncclTunerPlugin_v5;
+extern strand_tuner_v3_t ncclTunerPlugin_v3;
+
+static int warn_count;
+static char last_warn[1024];
+static char last_info[1024];
+
+static void test_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                        const char *fmt, ...) {
+  (void)flags; (void)file; (void)line;
+  va_list ap;
+  va_start(ap, fmt);
+  if (level == STRAND_LOG_WARN) {
+    warn_count++;
+    vsnprintf(last_warn, sizeof last_warn, fmt, ap);
+  } else if (level == STRAND_LOG_INFO) {
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    /* The SDK's logger bridge hands over "%s" + message; keep the tuner's line. */
+    if (strstr(msg, "tuner") != NULL) snprintf(last_info, sizeof last_info, "%s", msg);
+  }
+  va_end(ap);
+}
+
+/* ---- the policy grammar ---- */
+
+static void test_parse_valid(void **state) {
+  (void)state;
+  sk_tuner_policy_t p;
+  char err[256];
+  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4", &p, err, sizeof err), STRAND_SUCCESS);
+  assert_int_equal(p.nbands, 2);
+  assert_true(p.bands[0].max_bytes == 65536 && p.bands[0].channels == 2);
+  assert_true(p.bands[1].max_bytes == (2u << 20) && p.bands[1].channels == 4);
+
+  assert_int_equal(sk_tuner_policy_parse("  32KiB : 1 , 1MB:2, 1G:0 ", &p, err, sizeof err),
+                   STRAND_SUCCESS);
+  assert_int_equal(p.nbands, 3);
+  assert_true(p.bands[0].max_bytes == 32768 && p.bands[0].channels == 1);
+  assert_true(p.bands[1].max_bytes == (1u << 20));
+  assert_true(p.bands[2].max_bytes == (1u << 30) && p.bands[2].channels == 0);
+
+  assert_int_equal(sk_tuner_policy_parse("4096:64", &p, err, sizeof err), STRAND_SUCCESS);
+  assert_true(p.nbands == 1 && p.bands[0].max_bytes == 4096 && p.bands[0].channels == 64);
+
+  assert_int_equal(sk_tuner_policy_parse("", &p, err, sizeof err), STRAND_SUCCESS);
+  assert_int_equal(p.nbands, 0);
+  assert_int_equal(sk_tuner_policy_parse(NULL, &p, err, sizeof err), STRAND_SUCCESS);
+  assert_int_equal(p.nbands, 0);
+}
+
+static void expect_parse_error(const char *text, const char *needle) {
+  sk_tuner_policy_t p = {.nbands = 5};
+  char err[256];
+  assert_int_equal(sk_tuner_policy_parse(text, &p, err, sizeof err), STRAND_INVALID_USAGE);
+  assert_int_equal(p.nbands, 5); /* untouched on error */
+  if (strstr(err, needle) == NULL) fail_msg("'%s': error '%s' lacks '%s'", text, err, needle);
+}
+
+static void test_parse_errors(void **state) {
+  (void)state;
+  expect_parse_error("64K", "item 1 ('64K'): expected SIZE:CHANNELS");
+  expect_parse_error("64K:", "item 1");
+  expect_parse_error("64K:2,2M", "item 2 ('2M')");
+  expect_parse_error("64K:65", "0..64");
+  expect_parse_error("64K:-1", "0..64");
+  expect_parse_error("64K:2x", "CHANNELS");
+  expect_parse_error("2M:2,64K:4", "increase");
+  expect_parse_error("64K:2,64K:4", "increase");
+  expect_parse_error("abc:2", "SIZE like");
+  expect_parse_error("64X:2", "item 1");
+  expect_parse_error("64K:2,,2M:4", "item 2");
+  expect_parse_error("99999999999999999999:2", "item 1");
+  expect_parse_error("99999999999G:2", "item 1"); /* overflows 64 bits once scaled */
+  char many[512] = "";
+  for (int i = 1; i <= SK_TUNER_MAX_BANDS + 1; i++) {
+    char item[32];
+    snprintf(item, sizeof item, "%s%dK:1", i > 1 ? "," : "", i);
+    strcat(many, item);
+  }
+  expect_parse_error(many, "more than 16");
+}
+
+static void test_lookup_and_format(void **state) {
+  (void)state;
+  sk_tuner_policy_t p;
+  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4,8M:0,64M:6", &p, NULL, 0), STRAND_SUCCESS);
+  assert_int_equal(sk_tuner_policy_channels(&p, 0), 2);
+  assert_int_equal(sk_tuner_policy_channels(&p, 65536), 2);
+  assert_int_equal(sk_tuner_policy_channels(&p, 65537), 4);
+  assert_int_equal(sk_tuner_policy_channels(&p, 2u << 20), 4);
+  assert_int_equal(sk_tuner_policy_channels(&p, (2u << 20) + 1), 0);
+  assert_int_equal(sk_tuner_policy_channels(&p, 64u << 20), 6);
+  assert_int_equal(sk_tuner_policy_channels(&p, (64u << 20) + 1), 0);
+  char buf[256];
+  sk_tuner_policy_format(&p, buf, sizeof buf);
+  assert_string_equal(buf, "<=64K:2 <=2M:4 <=8M:NCCL <=64M:6 above:NCCL");
+  sk_tuner_policy_t empty = {0};
+  assert_int_equal(sk_tuner_policy_channels(&empty, 1), 0);
+  sk_tuner_policy_format(&empty, buf, sizeof buf);
+  assert_string_equal(buf, "above:NCCL");
+  sk_tuner_policy_format(&p, buf, 8); /* truncation is safe */
+  assert_true(strlen(buf) < 8);
+}
+
+/* ---- the tuner ---- */
+
+static sk_dev_t fake_dev;
+
+/* Configure as the net side's init would: knobs read from the environment, one device. */
+static strand_result_t configure(const char *enabled, const char *channels, bool net_in_use) {
+  if (enabled) setenv("STRAND_SOCKET_TUNER", enabled, 1);
+  else unsetenv("STRAND_SOCKET_TUNER");
+  if (channels) setenv("STRAND_SOCKET_TUNER_CHANNELS", channels, 1);
+  else unsetenv("STRAND_SOCKET_TUNER_CHANNELS");
+  strand_params_reread_for_test();
+  sk_devices_set(&fake_dev, net_in_use ? 1 : 0);
+  return net_in_use ? sk_config_load(-1, 8) : STRAND_SUCCESS;
+}
+
+static int setup(void **state) {
+  (void)state;
+  warn_count = 0;
+  last_warn[0] = last_info[0] = '\0';
+  return 0;
+}
+
+/* A cost table like NCCL 2.28's for a 2-node comm: CollNet and NVLS ignored, ring cheapest. */
+static void ring_table(float t[NA][NP]) {
+  for (int a = 0; a < NA; a++)
+    for (int p = 0; p < NP; p++) t[a][p] = IGN;
+  for (int p = 0; p < NP; p++) {
+    t[STRAND_ALGO_TREE][p] = 40.0f + (float)p;
+    t[STRAND_ALGO_RING][p] = 10.0f + (float)p;
+    t[STRAND_ALGO_PAT][p] = IGN;
+  }
+}
+
+/* One getCollInfo through the v5 table; asserts the table came back bit for bit unchanged. */
+static int ask(void *ctx, int func, size_t bytes, float t[NA][NP], int preset) {
+  float before[NA][NP];
+  memcpy(before, t, sizeof before);
+  int nch = preset;
+  assert_int_equal(ncclTunerPlugin_v5.getCollInfo(ctx, func, bytes, 1, (float **)(void *)t, NA, NP,
+                                                  0, &nch),
+                   STRAND_SUCCESS);
+  assert_memory_equal(before, t, sizeof before);
+  assert_true(nch == preset || (nch >= 1 && nch <= STRAND_TUNER_MAX_CHANNELS));
+  return nch;
+}
+
+static void *init_v5(size_t nranks, size_t nnodes) {
+  void *ctx = NULL;
+  assert_int_equal(ncclTunerPlugin_v5.init(&ctx, 0x1234, nranks, nnodes, test_logger, NULL, NULL),
+                   STRAND_SUCCESS);
+  assert_non_null(ctx);
+  return ctx;
+}
+
+static void test_default_policy_multi_node(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
+  void *ctx = init_v5(2, 2);
+  assert_non_null(strstr(last_info, "<=2M:2 above:NCCL"));
+  float t[NA][NP];
+  ring_table(t);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 64 << 10, t, 0), 2);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLGATHER, 2 << 20, t, 0), 2);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, (2 << 20) + 1, t, 0), 0);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 128 << 20, t, 0), 0);
+  /* Tree cheapest: also ring/tree-class, capped by NCCL. */
+  t[STRAND_ALGO_TREE][STRAND_PROTO_LL] = 1.0f;
+  assert_int_equal(ask(ctx, STRAND_FUNC_REDUCESCATTER, 4096, t, 0), 2);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+  assert_int_equal(warn_count, 0);
+}
+
+static void test_leaves_nccl_alone_when_unsure(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, "1G:2", true), STRAND_SUCCESS);
+  void *ctx = init_v5(16, 2);
+  float t[NA][NP];
+  /* CollNet Direct cheapest: NCCL would use nChannels as given, uncapped — no answer. */
+  ring_table(t);
+  t[STRAND_ALGO_COLLNET_DIRECT][STRAND_PROTO_SIMPLE] = 1.0f;
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  /* NVLS cheapest. */
+  ring_table(t);
+  t[STRAND_ALGO_NVLS][STRAND_PROTO_SIMPLE] = 0.5f;
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  /* Nothing runnable at all. */
+  for (int a = 0; a < NA; a++)
+    for (int p = 0; p < NP; p++) t[a][p] = IGN;
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  /* A function the bands were not measured for (send/recv and later additions). */
+  ring_table(t);
+  assert_int_equal(ask(ctx, STRAND_FUNC_SENDRECV, 4096, t, 0), 0);
+  assert_int_equal(ask(ctx, 11, 4096, t, 0), 0);
+  assert_int_equal(ask(ctx, -1, 4096, t, 0), 0);
+  /* An answer already there is not overridden. */
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 5), 5);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+
+  /* Single node: strand-socket carries nothing. */
+  ctx = init_v5(8, 1);
+  assert_non_null(strstr(last_info, "single-node"));
+  ring_table(t);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+  assert_int_equal(warn_count, 0);
+}
+
+static void test_disabled_and_empty(void **state) {
+  (void)state;
+  float t[NA][NP];
+  assert_int_equal(configure("0", "1G:2", true), STRAND_SUCCESS);
+  void *ctx = init_v5(4, 4);
+  assert_non_null(strstr(last_info, "STRAND_SOCKET_TUNER=0"));
+  ring_table(t);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+
+  /* An empty value counts as unset (as in NCCL): the default policy applies. */
+  assert_int_equal(configure("1", "", true), STRAND_SUCCESS);
+  ctx = init_v5(4, 4);
+  assert_non_null(strstr(last_info, "<=2M:2 above:NCCL"));
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 2);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+
+  /* Bands that all say 0 leave every size to NCCL. */
+  assert_int_equal(configure("1", "1G:0", true), STRAND_SUCCESS);
+  ctx = init_v5(4, 4);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+}
+
+static void test_net_not_in_use(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, "1G:2", false), STRAND_SUCCESS);
+  void *ctx = init_v5(4, 2);
+  assert_non_null(strstr(last_info, "not in use"));
+  float t[NA][NP];
+  ring_table(t);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+}
+
+static void test_bad_knob_fails_init(void **state) {
+  (void)state;
+  /* The net side's init fails on it like on any bad knob... */
+  assert_int_equal(configure(NULL, "2M:2,64K:4", true), STRAND_INVALID_USAGE);
+  assert_non_null(strstr(last_warn, "STRAND_SOCKET_TUNER_CHANNELS='2M:2,64K:4' is invalid"));
+  /* ...and so does the tuner's when it is the first to read it. */
+  warn_count = 0;
+  assert_int_equal(configure(NULL, "64K:999", false), STRAND_SUCCESS);
+  void *ctx = (void *)&ctx;
+  assert_int_equal(ncclTunerPlugin_v5.init(&ctx, 1, 4, 2, test_logger, NULL, NULL),
+                   STRAND_INVALID_USAGE);
+  assert_null(ctx);
+  assert_true(warn_count >= 1);
+  assert_non_null(strstr(last_warn, "0..64"));
+  assert_int_equal(configure("maybe", NULL, false), STRAND_SUCCESS);
+  assert_int_equal(ncclTunerPlugin_v5.init(&ctx, 1, 4, 2, test_logger, NULL, NULL),
+                   STRAND_INVALID_USAGE);
+}
+
+static void test_old_core_v3(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, "64K:3", true), STRAND_SUCCESS);
+  void *ctx = NULL;
+  assert_int_equal(ncclTunerPlugin_v3.init(4, 2, test_logger, &ctx), STRAND_SUCCESS);
+  /* A 2.22 table: 6 algorithms. */
+  float t[6][NP];
+  for (int a = 0; a < 6; a++)
+    for (int p = 0; p < NP; p++) t[a][p] = a == STRAND_ALGO_RING ? 5.0f : IGN;
+  int nch = 0;
+  assert_int_equal(ncclTunerPlugin_v3.getCollInfo(ctx, STRAND_FUNC_ALLREDUCE, 1024, 1,
+                                                  (float **)(void *)t, 6, NP, &nch),
+                   STRAND_SUCCESS);
+  assert_int_equal(nch, 3);
+  assert_int_equal(ncclTunerPlugin_v3.destroy(ctx), STRAND_SUCCESS);
+}
+
+/* Generated tables: any mix of ignored, negative, equal and ordinary costs, any size, any function.
+ * The table always comes back unchanged and the answer is always 0 or a valid channel count, and
+ * non-zero only when NCCL's pick is ring, tree or PAT. */
+static void test_never_writes_table_fuzz(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, "4K:1,64K:2,1M:4,16M:8", true), STRAND_SUCCESS);
+  void *ctx = init_v5(8, 2);
+  uint32_t seed = 12345;
+  for (int iter = 0; iter < 5000; iter++) {
+    float t[NA][NP];
+    for (int a = 0; a < NA; a++) {
+      for (int p = 0; p < NP; p++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t r = (seed >> 16) % 8;
+        t[a][p] = r < 3 ? IGN : r == 3 ? -2.0f : r == 4 ? 0.0f : (float)(seed % 1000);
+      }
+    }
+    seed = seed * 1103515245u + 12345u;
+    int func = (int)((seed >> 8) % 8);
+    size_t bytes = (size_t)1 << ((seed >> 4) % 30);
+    int nch = ask(ctx, func, bytes, t, 0);
+    if (nch != 0) {
+      int best = -1;
+      float bc = 0;
+      for (int a = 0; a < NA; a++)
+        for (int p = 0; p < NP; p++)
+          if (t[a][p] >= 0 && (best < 0 || t[a][p] < bc)) { best = a; bc = t[a][p]; }
+      assert_true(best == STRAND_ALGO_RING || best == STRAND_ALGO_TREE || best == STRAND_ALGO_PAT);
+      assert_true(func >= STRAND_FUNC_BROADCAST && func <= STRAND_FUNC_ALLREDUCE);
+    }
+  }
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+  assert_int_equal(warn_count, 0); /* the SDK guard never had to step in */
+}
+
+int main(void) {
+  /* The tuner's INFO line is part of what is tested: let it through whatever NCCL_DEBUG says. */
+  strand_log_init(test_logger);
+  strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_parse_valid, setup),
+      cmocka_unit_test_setup(test_parse_errors, setup),
+      cmocka_unit_test_setup(test_lookup_and_format, setup),
+      cmocka_unit_test_setup(test_default_policy_multi_node, setup),
+      cmocka_unit_test_setup(test_leaves_nccl_alone_when_unsure, setup),
+      cmocka_unit_test_setup(test_disabled_and_empty, setup),
+      cmocka_unit_test_setup(test_net_not_in_use, setup),
+      cmocka_unit_test_setup(test_bad_knob_fails_init, setup),
+      cmocka_unit_test_setup(test_old_core_v3, setup),
+      cmocka_unit_test_setup(test_never_writes_table_fuzz, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
