@@ -8,7 +8,20 @@
 #include <time.h>
 
 #include "cs.h"
+#include "strand/params.h"
 #include "strand/reduce.h"
+
+/* Whether the stub offers devices at all. NCCL imports CollNet devices into its topology BEFORE
+ * the net devices and merges a pair with the same name into one node whose `gdr` is the CollNet's
+ * (topo.cc, docs/plugins/collnet.md), and it does so whenever CollNet init succeeds with devices,
+ * even with NCCL_COLLNET_ENABLE unset. A host-only CollNet over a GPUDirect-capable net would then
+ * switch GDR off for ALL of that net's traffic. So by default (auto) the stub stays dormant
+ * (0 devices) on such nets unless the user asked for CollNet. */
+static const strand_param_def_t cs_params[] = {
+    STRAND_PARAM_ENUM("STRAND_COLLNET_STUB", NULL, "auto", STRAND_PARAM_CHOICES("auto", "on", "off"),
+                      "software CollNet devices: auto = on unless the net has GPU memory support "
+                      "and NCCL_COLLNET_ENABLE is not 1; on; off = 0 devices (no CollNet)"),
+};
 
 static const strand_net_t *g_bound; /* strand_collnet_stub_for(); wins over the build-time binding */
 
@@ -89,11 +102,45 @@ static strand_result_t cs_finalize(void *ctx) {
   return rc;
 }
 
+/* True when a net device can move GPU memory (NCCL would use GPUDirect on it). */
+static bool cs_net_has_gdr(const strand_net_t *n, int ndev) {
+  for (int d = 0; d < ndev; d++) {
+    strand_props_t p;
+    strand_props_init_host(&p, d);
+    if (n->getProperties(d, &p) == STRAND_SUCCESS && (p.ptrSupport & (STRAND_PTR_CUDA | STRAND_PTR_DMABUF)))
+      return true;
+  }
+  return false;
+}
+
 static strand_result_t cs_devices(int *ndev) {
   if (!ndev) return STRAND_INVALID_ARGUMENT;
   *ndev = 0;
   const strand_net_t *n = cs_need_net("devices");
-  return n ? n->devices(ndev) : STRAND_INTERNAL_ERROR;
+  if (!n) return STRAND_INTERNAL_ERROR;
+  const char *mode = "auto";
+  if (strand_params_register(cs_params, STRAND_PARAM_COUNT(cs_params)) != STRAND_SUCCESS ||
+      strand_param_get_enum("STRAND_COLLNET_STUB", NULL, &mode) != STRAND_SUCCESS)
+    return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
+  if (!strcmp(mode, "off")) {
+    STRAND_INFO(STRAND_SUBSYS_INIT, "collnet_stub: STRAND_COLLNET_STUB=off: no CollNet devices");
+    return STRAND_SUCCESS;
+  }
+  int nd = 0;
+  strand_result_t rc = n->devices(&nd);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (!strcmp(mode, "auto") && cs_net_has_gdr(n, nd)) {
+    const char *en = getenv("NCCL_COLLNET_ENABLE");
+    if (!en || strcmp(en, "1") != 0) {
+      STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+                  "collnet_stub: no CollNet devices: %s supports GPU memory and NCCL_COLLNET_ENABLE "
+                  "is not 1 (a host-memory CollNet would turn GPUDirect off for the net's traffic; "
+                  "STRAND_COLLNET_STUB=on forces it)", n->name);
+      return STRAND_SUCCESS;
+    }
+  }
+  *ndev = nd;
+  return STRAND_SUCCESS;
 }
 
 /* The net device's identity (name, pciPath, guid, speed, port, latency, maxComms, vProps), with

@@ -476,8 +476,12 @@ int main(void) {
   if (!T) return 1;
   CHECK(strand_collnet_stub_for(&mock_net) == T, "binding the same net again returns the same table");
 
-  int nd = 0;
-  CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's");
+  /* The mock supports GPU memory: STRAND_COLLNET_STUB=auto offers no device until CollNet is on. */
+  int nd = -1;
+  unsetenv("NCCL_COLLNET_ENABLE");
+  CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 0, "auto on a GDR-capable net: 0 devices, got %d", nd);
+  setenv("NCCL_COLLNET_ENABLE", "1", 1);
+  CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");
   strand_props_t p;
   memset(&p, 0xA5, sizeof p);
   CHECK(T->getProperties(0, &p) == STRAND_SUCCESS, "getProperties");
