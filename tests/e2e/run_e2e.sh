@@ -11,13 +11,6 @@
 #   tests/e2e/run_e2e.sh sweep 'ENV..'... strand-socket all-reduce at a few sizes (E2E_SIZES) for
 #                                         each set of extra variables (tuning experiments)
 #   tests/e2e/run_e2e.sh base             the built-in Socket (defaults, tuned) at E2E_SIZES
-#   tests/e2e/run_e2e.sh collnet          CollNet through strand-socket's collnet_stub at 2 and 4 fake
-#                                         nodes (E2E_COLLNET_NODES), several processes per GPU under
-#                                         CUDA MPS when there are fewer GPUs: the --check suite with
-#                                         NCCL_COLLNET_ENABLE=1 and all-reduce forced to CollNetChain,
-#                                         then the TUNING/COLL/INIT lines showing CollNet in use
-#   tests/e2e/run_e2e.sh collnet-bench    CollNet all-reduce vs ring all-reduce over strand-socket,
-#                                         8 B .. E2E_MAXBYTES, at 2 and 4 fake nodes, one run
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
@@ -119,52 +112,8 @@ case "$mode" in
     launch builtin-default "$builtin_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     launch builtin-tuned "$tuned_env" --perf allreduce --sizes "${E2E_SIZES:-8K,1M,16M,128M,1G}"
     ;;
-  collnet|collnet-bench)
-    # docs/plugins/collnet.md: what NCCL 2.28 needs to pick CollNet on one-GPU fake nodes. Only
-    # CollNetChain is possible without an NVSwitch, and only for all-reduce; all-gather and
-    # reduce-scatter are checked too (they run as Ring: NCCL has no CollNetChain for them).
-    collnet_env="NCCL_COLLNET_ENABLE=1 NCCL_NET_MERGE_LEVEL=LOC"
-    mps_started=0
-    if (( ngpu < 4 )) && command -v nvidia-cuda-mps-control >/dev/null && [[ ${E2E_MPS:-1} == 1 ]]; then
-      export CUDA_MPS_PIPE_DIRECTORY=$build/mps-pipe CUDA_MPS_LOG_DIRECTORY=$build/mps-log
-      mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-      nvidia-cuda-mps-control -d && mps_started=1 && echo "# CUDA MPS started ($CUDA_MPS_PIPE_DIRECTORY)"
-    fi
-    stop_mps() { if (( mps_started )); then echo quit | nvidia-cuda-mps-control || true; fi; }
-    trap stop_mps EXIT
-    fail=0
-    for nodes in ${E2E_COLLNET_NODES:-2 4}; do
-      nranks=$nodes
-      if [[ $mode == collnet ]]; then
-        echo "# $(date -u +%FT%TZ) $(hostname): CollNet through strand-socket, $nodes fake nodes on $ngpu GPU(s)"
-        tag=collnet-$nodes
-        launch "$tag" "$strand_env $collnet_env NCCL_ALGO=allreduce:CollNetChain NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,TUNING,COLL" \
-          --check || fail=1
-        log=$build/log.$tag.rank0
-        echo "# lines showing CollNet set up and chosen ($nodes nodes):"
-        grep -hE 'ncclCollNetPlugin|collnet_stub|coll=1|Collnet|CollNet' "$log" | grep -v 'NCCL_' | head -20 || true
-        if grep -qE 'Cannot initialize CollNet|Could not find (any local path|NET with id)' "$log"; then
-          echo "FAIL: NCCL did not set CollNet up ($nodes nodes):"
-          grep -hE 'Cannot initialize CollNet|Could not find' "$log" | head -5
-          fail=1
-        fi
-        # CollNetChain is NCCL's algorithm 3 (ncclAlgo: Tree 0, Ring 1, CollNetDirect 2, CollNetChain 3).
-        if ! grep -qE 'CollNetChain|CollNet ?Chain|[Aa]lgo(rithm)? ?3[^0-9]' "$log"; then
-          echo "FAIL: no TUNING/COLL line names the CollNetChain algorithm ($nodes nodes)"
-          fail=1
-        fi
-      else
-        echo "# $(date -u +%FT%TZ) $(hostname): CollNet vs ring all-reduce, $nodes fake nodes, 8 B .. $maxbytes"
-        launch "ring-$nodes" "$strand_env NCCL_ALGO=allreduce:Ring" \
-          --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "ring $nodes nodes" || fail=1
-        launch "collnet-$nodes" "$strand_env $collnet_env NCCL_ALGO=allreduce:CollNetChain NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" \
-          --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "collnet $nodes nodes" || fail=1
-      fi
-    done
-    exit $fail
-    ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|collnet|collnet-bench" >&2
+    echo "usage: $0 check|bench|sweep" >&2
     exit 2
     ;;
 esac
