@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "ofi.h"
+#include "strand/collnet_stub.h"
 #include "strand/lifetime.h"
 
 typedef struct {
@@ -123,3 +124,5 @@ static const strand_net_t ofi_net = {
 };
 
 STRAND_NET_PLUGIN(ofi_net);
+/* CollNet on the hosts over this transport (collnet_stub, meson option collnet_stub). */
+STRAND_COLLNET_STUB_OPT_IN(ofi_net);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "sk.h"
+#include "strand/collnet_stub.h"
 #include "strand/lifetime.h"
 #include "strand/log.h"
 
@@ -103,3 +104,5 @@ static const strand_net_t sk_net = {
 };
 
 STRAND_NET_PLUGIN(sk_net);
+/* CollNet on the hosts over this transport (collnet_stub, meson option collnet_stub). */
+STRAND_COLLNET_STUB_OPT_IN(sk_net);

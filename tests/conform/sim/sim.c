@@ -189,6 +189,16 @@ static conform_check_t sim_checks[] = {
   {"sim.flush", "§6.8, §6.5",
    "ring all-reduce with iflush after every SIMPLE receive with data, flush requests tested with "
    "NULL sizes (NULL request = done); results exact", sim_flush, 60, 0},
+  {"sim.collnet-allreduce", "§8.2, §8.3 (CollNet, shared staging buffer)",
+   "CollNet all-reduce (float32, bfloat16, int32 sums) through one shared buffer registered twice, "
+   "100 KiB units, 8 in flight, NULL requests retried; results exact", sim_collnet_allreduce, 60,
+   CONFORM_F_COLLNET},
+  {"sim.collnet-allgather", "§8.3 (CollNet windows)",
+   "CollNet all-gather in 100 KiB windows straddling the ranks' blocks, 8 in flight; every block "
+   "byte-exact", sim_collnet_allgather, 60, CONFORM_F_COLLNET},
+  {"sim.collnet-reducescatter", "§8.3 (CollNet windows)",
+   "CollNet reduce-scatter (float32, int32 sums) in 100 KiB windows, 8 in flight; this rank's "
+   "block exact", sim_collnet_reducescatter, 60, CONFORM_F_COLLNET},
   {NULL, NULL, NULL, NULL, 0, 0},
 };
 

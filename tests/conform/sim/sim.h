@@ -3,6 +3,8 @@
  *   proto.c  NCCL's protocols as the proxy sees them: step / slice sizes, the LL line format
  *   ring.c   the ring engine: per-channel plans, FIFO connections, proxy and GPU passes, data
  *   p2p.c    the P2P all-to-all engine over shared comms with grouped receives
+ *   collnet.c the CollNet scenarios: NCCL's CollNet proxy over a CollNet table (shared staging
+ *            buffer, NCCL_STEPS collectives in flight, windows)
  * The model and why it looks like NCCL's proxy are described at the top of sim.c. */
 #ifndef STRAND_CONFORM_SIM_H
 #define STRAND_CONFORM_SIM_H
@@ -131,6 +133,12 @@ int sim_ring_collective(ring_t *R, coll_t k, strand_datatype_t t, size_t bytes, 
 
 /* The sim.p2p-alltoall-grouped scenario. */
 conform_status_t sim_p2p_alltoall_grouped(conform_ctx_t *c);
+
+/* ------------------------------------------------------------------ CollNet scenarios (collnet.c) */
+
+conform_status_t sim_collnet_allreduce(conform_ctx_t *c);
+conform_status_t sim_collnet_allgather(conform_ctx_t *c);
+conform_status_t sim_collnet_reducescatter(conform_ctx_t *c);
 
 /* ------------------------------------------------------------------ shared helpers (sim.c) */
 

@@ -1,0 +1,133 @@
+/* collnet_stub internal types. Files and roles (each calls only the ones below it):
+ *   cs_plugin.c  the CollNet table, binding to a net table, init/finalize, devices, properties,
+ *                reduceSupport, listen/closeListen
+ *   cs_coll.c    iallreduce / iallgather / ireducescatter, test, iflush: the chunk schedule and
+ *                the progress engine over the mesh
+ *   cs_mr.c      regMr / regMrDmaBuf / deregMr of the collComm
+ *   cs_conn.c    connect (the N-rank mesh of the net's comms) and closeColl
+ * and this header. */
+#ifndef STRAND_CS_H
+#define STRAND_CS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strand/collnet_stub.h"
+#include "strand/log.h"
+
+#define CS_CTX_MAGIC 0x43534358u
+#define CS_LISTEN_MAGIC 0x43534c4eu
+#define CS_COMM_MAGIC 0x4353434du
+#define CS_REQ_MAGIC 0x43535251u
+#define CS_MR_MAGIC 0x43534d52u
+
+/* Collectives a collComm accepts in flight; beyond that the call returns *request = NULL and NCCL
+ * retries (spec §8.3). NCCL merges up to 8 channels' chunks into one call and keeps few in flight. */
+#define CS_MAX_INFLIGHT 16
+/* Chunk slots per collComm: how many chunks are staged at once. Two already overlap the
+ * all-gather of one chunk with the reduce-scatter of the next; more let staging run ahead. */
+#define CS_NSLOTS 4
+/* Bytes each rank exchanges with each peer per chunk: about CS_CHUNK_TARGET / nranks, within
+ * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). */
+#define CS_CHUNK_TARGET (1u << 20)
+#define CS_BLOCK_MIN (4u << 10)
+#define CS_BLOCK_MAX (512u << 10)
+/* Bound on connect (building the mesh): every rank of the group must call connect within it. */
+#define CS_CONNECT_TIMEOUT_S 60.0
+/* Largest collective one call may carry, reported as maxCollBytes (test() reports an int size). */
+#define CS_MAX_COLL_BYTES (1ULL << 30)
+
+typedef struct {
+  uint32_t magic;
+  void *net_ctx; /* the net table's context from its init */
+  uint64_t comm_id;
+} cs_ctx_t;
+
+typedef struct {
+  uint32_t magic;
+  cs_ctx_t *ctx;
+  int dev;
+  void *net_listen;
+} cs_listen_t;
+
+typedef struct cs_mr {
+  uint32_t magic;
+  void *base;
+  size_t size;
+  struct cs_mr *next;
+} cs_mr_t;
+
+struct cs_req;
+
+/* One chunk in flight: the staging areas of one slot and the exchange under way. */
+typedef struct {
+  struct cs_req *req; /* NULL: free */
+  size_t chunk;       /* index of the chunk in its collective */
+  int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
+  uint64_t seq[2];    /* mesh turn of this chunk's exchanges (reduce-scatter, all-gather) */
+  char *send, *recv;  /* nranks blocks of comm->block bytes each */
+  size_t *slen, *rlen;   /* per peer bytes of the exchange under way */
+  char **sbuf;           /* per peer source of the exchange under way */
+  void **sreq, **rreq;   /* per peer net requests; NULL when not posted or complete */
+  bool *sposted, *rposted;
+  bool all_posted;       /* every send and receive of the exchange under way was accepted */
+  size_t *blen;          /* per rank block length of this chunk */
+  size_t *boff;          /* per rank block offset (bytes) in the user buffers */
+} cs_slot_t;
+
+typedef struct cs_comm {
+  uint32_t magic;
+  int nranks, rank, dev;
+  const strand_net_t *net;
+  void **send, **recv;     /* send[j] / recv[j]: the net comms to / from rank j (NULL at j = rank) */
+  void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
+  char *arena;             /* CS_NSLOTS x 2 x nranks x block bytes, registered once per net comm */
+  size_t arena_bytes, block;
+  cs_slot_t slots[CS_NSLOTS];
+  struct cs_req *head, *tail; /* collectives in issue order */
+  int inflight;
+  uint64_t next_seq; /* next mesh turn handed out */
+  uint64_t turn;     /* the exchange allowed to post now (posts stay in one order on every rank) */
+  strand_result_t failed; /* sticky: a failed exchange leaves the mesh out of step */
+  cs_mr_t *mrs;
+} cs_comm_t;
+
+/* The bound net table, or NULL (cs_plugin.c). */
+const strand_net_t *cs_net(void);
+
+/* cs_conn.c */
+strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenComm, void **collComm);
+strand_result_t cs_close_coll(void *collComm);
+cs_comm_t *cs_comm_of(void *collComm);
+
+/* cs_mr.c */
+strand_result_t cs_reg_mr(void *collComm, void *data, size_t size, int type, void **mhandle);
+strand_result_t cs_reg_mr_dmabuf(void *collComm, void *data, size_t size, int type, uint64_t offset,
+                                 int fd, void **mhandle);
+strand_result_t cs_dereg_mr(void *collComm, void *mhandle);
+void cs_mr_free_all(cs_comm_t *c);
+
+/* cs_coll.c */
+strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
+                              strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
+                              void *recvMhandle, void **request);
+strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
+                              size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                              void *sendMhandle, void **request);
+strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
+                                  void *recvData, size_t bytesPerRank, size_t windowOffset,
+                                  size_t windowBytes, strand_datatype_t dataType,
+                                  strand_redop_t redOp, void *recvMhandle, void **request);
+strand_result_t cs_iflush(void *collComm, void *data, int size, void *mhandle, void **request);
+strand_result_t cs_test(void *request, int *done, int *size);
+/* Frees the collectives still queued on a comm being closed. */
+void cs_coll_drop_all(cs_comm_t *c);
+/* Slot staging memory inside the arena; called by connect once the arena exists. */
+void cs_coll_init_slots(cs_comm_t *c);
+void cs_coll_free_slots(cs_comm_t *c);
+
+/* Monotonic seconds. */
+double cs_now(void);
+
+#endif

@@ -1,0 +1,573 @@
+/* collnet_stub: the collectives and their progress engine.
+ *
+ * A collective is cut into chunks; a chunk occupies one of the collComm's CS_NSLOTS staging slots
+ * (nranks blocks of comm->block bytes to send, nranks to receive) and runs one or two exchanges
+ * over the mesh:
+ *   RS (reduce-scatter): block j goes to rank j; each rank receives its block from every peer and
+ *      reduces the nranks contributions in rank order 0..n-1 (identical bits on every rank).
+ *   AG (all-gather): each rank sends its block to every peer and receives theirs.
+ * iallreduce = RS then AG per chunk; ireducescatter = RS only; iallgather = AG only.
+ *
+ * Ordering. Every pair of ranks shares one net comm per direction, and nets deliver a comm's
+ * messages in posting order, so all ranks must post their exchanges in the same order. Each
+ * exchange gets a sequence number (a "turn") when its chunk takes a slot, chunks take slots in
+ * issue order, and an exchange posts only when the comm's turn counter reaches it; it hands the
+ * turn on once every send and receive was accepted. With two or more slots the AG of chunk k and
+ * the RS of chunk k+1 are in flight together (the pipeline).
+ *
+ * Nothing here blocks: test() posts what it may, polls the net's requests once, and returns. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+#include "strand/reduce.h"
+
+enum { CS_ALLREDUCE, CS_ALLGATHER, CS_REDUCESCATTER };
+enum { CS_PH_RS = 0, CS_PH_AG = 1 };
+
+typedef struct cs_req {
+  uint32_t magic;
+  cs_comm_t *comm;
+  struct cs_req *next;
+  int kind;
+  const char *call;
+  strand_datatype_t dtype;
+  strand_redop_t op;
+  size_t esz;
+  char *src, *dst;       /* allreduce: sendData / recvData; allgather: sendData; reducescatter: recvData */
+  strand_sge_t *parts;   /* allgather: receive window; reducescatter: send window (a private copy) */
+  int nparts;
+  size_t count;          /* allreduce: elements */
+  size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
+  size_t nchunks, next_chunk, chunks_done;
+  size_t result_bytes;
+} cs_req_t;
+
+/* ---- slots ---- */
+
+void cs_coll_init_slots(cs_comm_t *c) {
+  size_t n = (size_t)c->nranks;
+  for (int s = 0; s < CS_NSLOTS; s++) {
+    cs_slot_t *sl = &c->slots[s];
+    sl->send = c->arena + (size_t)s * 2 * n * c->block;
+    sl->recv = sl->send + n * c->block;
+    sl->slen = calloc(n, sizeof(size_t));
+    sl->rlen = calloc(n, sizeof(size_t));
+    sl->blen = calloc(n, sizeof(size_t));
+    sl->boff = calloc(n, sizeof(size_t));
+    sl->sbuf = calloc(n, sizeof(char *));
+    sl->sreq = calloc(n, sizeof(void *));
+    sl->rreq = calloc(n, sizeof(void *));
+    sl->sposted = calloc(n, sizeof(bool));
+    sl->rposted = calloc(n, sizeof(bool));
+    if (!sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->sreq || !sl->rreq ||
+        !sl->sposted || !sl->rposted) {
+      free(sl->sreq);
+      sl->sreq = NULL; /* connect checks this */
+    }
+  }
+}
+
+void cs_coll_free_slots(cs_comm_t *c) {
+  for (int s = 0; s < CS_NSLOTS; s++) {
+    cs_slot_t *sl = &c->slots[s];
+    free(sl->slen);
+    free(sl->rlen);
+    free(sl->blen);
+    free(sl->boff);
+    free(sl->sbuf);
+    free(sl->sreq);
+    free(sl->rreq);
+    free(sl->sposted);
+    free(sl->rposted);
+    memset(sl, 0, sizeof *sl);
+  }
+}
+
+/* ---- requests ---- */
+
+static void cs_req_free(cs_req_t *r) {
+  free(r->parts);
+  free(r->part_off);
+  free(r->part_len);
+  r->magic = 0;
+  free(r);
+}
+
+void cs_coll_drop_all(cs_comm_t *c) {
+  for (cs_req_t *r = c->head, *nx; r; r = nx) {
+    nx = r->next;
+    cs_req_free(r);
+  }
+  c->head = c->tail = NULL;
+  c->inflight = 0;
+  for (int s = 0; s < CS_NSLOTS; s++) c->slots[s].req = NULL;
+}
+
+/* Common entry checks; *request = NULL (retry) while the comm is full. */
+static strand_result_t cs_begin(cs_comm_t *c, void *collComm, const char *call, void **request, bool *full) {
+  *full = false;
+  if (!request) return STRAND_INVALID_ARGUMENT;
+  *request = NULL;
+  if (!c) {
+    STRAND_WARN("collnet_stub %s: %p is not a collComm of the stub", call, collComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (c->failed != STRAND_SUCCESS) {
+    STRAND_WARN("collnet_stub %s(rank %d/%d): the collComm failed earlier (%d); NCCL must tear it down",
+                call, c->rank, c->nranks, (int)c->failed);
+    return c->failed;
+  }
+  *full = c->inflight >= CS_MAX_INFLIGHT;
+  return STRAND_SUCCESS;
+}
+
+static cs_req_t *cs_req_new(cs_comm_t *c, int kind, const char *call) {
+  cs_req_t *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->magic = CS_REQ_MAGIC;
+  r->comm = c;
+  r->kind = kind;
+  r->call = call;
+  if (kind != CS_ALLREDUCE) {
+    r->part_off = calloc((size_t)c->nranks, sizeof(size_t));
+    r->part_len = calloc((size_t)c->nranks, sizeof(size_t));
+    if (!r->part_off || !r->part_len) {
+      cs_req_free(r);
+      return NULL;
+    }
+  }
+  return r;
+}
+
+static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
+  if (c->tail)
+    c->tail->next = r;
+  else
+    c->head = r;
+  c->tail = r;
+  c->inflight++;
+  *request = r;
+}
+
+/* Rank j's block [j*bpr, (j+1)*bpr) of the logical nranks x bpr buffer, inside the window
+ * [wo, wo+wb), as (offset in the window, length). */
+static void cs_window_part(size_t bpr, size_t wo, size_t wb, int j, size_t *off, size_t *len) {
+  size_t b0 = (size_t)j * bpr, b1 = b0 + bpr, w1 = wo + wb;
+  size_t lo = b0 > wo ? b0 : wo, hi = b1 < w1 ? b1 : w1;
+  *off = lo > wo ? lo - wo : 0;
+  *len = hi > lo ? hi - lo : 0;
+}
+
+/* Copies between a contiguous buffer and a scatter-gather list seen as one window. */
+static void cs_sge_copy(const strand_sge_t *parts, int nparts, size_t off, void *buf, size_t len, bool into_parts) {
+  char *b = buf;
+  for (int i = 0; i < nparts && len > 0; i++) {
+    size_t sz = parts[i].size;
+    if (off >= sz) {
+      off -= sz;
+      continue;
+    }
+    size_t n = sz - off < len ? sz - off : len;
+    char *p = (char *)parts[i].address + off;
+    if (into_parts)
+      memcpy(p, b, n);
+    else
+      memcpy(b, p, n);
+    b += n;
+    len -= n;
+    off = 0;
+  }
+}
+
+static size_t cs_chunks_of_parts(const cs_comm_t *c, const cs_req_t *r) {
+  size_t most = 0;
+  for (int j = 0; j < c->nranks; j++)
+    if (r->part_len[j] > most) most = r->part_len[j];
+  return (most + c->block - 1) / c->block;
+}
+
+static strand_result_t cs_check_reduction(cs_comm_t *c, const char *call, strand_datatype_t t, strand_redop_t op) {
+  if (strand_reduce_supported(t, op)) return STRAND_SUCCESS;
+  STRAND_WARN("collnet_stub %s(rank %d/%d): datatype %d / op %d is not supported (reduceSupport says 0 "
+              "for it)", call, c->rank, c->nranks, (int)t, (int)op);
+  return STRAND_INVALID_ARGUMENT;
+}
+
+/* ---- the calls ---- */
+
+strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
+                              strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
+                              void *recvMhandle, void **request) {
+  (void)sendMhandle;
+  (void)recvMhandle;
+  cs_comm_t *c = cs_comm_of(collComm);
+  bool full;
+  strand_result_t rc = cs_begin(c, collComm, "iallreduce", request, &full);
+  if (rc != STRAND_SUCCESS) return rc;
+  rc = cs_check_reduction(c, "iallreduce", dataType, redOp);
+  if (rc != STRAND_SUCCESS) return rc;
+  size_t esz = strand_datatype_size(dataType);
+  if (count > CS_MAX_COLL_BYTES / esz || (count && (!sendData || !recvData))) {
+    STRAND_WARN("collnet_stub iallreduce(rank %d/%d): %zu elements of %zu bytes (buffers %p, %p); "
+                "maxCollBytes is %llu", c->rank, c->nranks, count, esz, sendData, recvData,
+                (unsigned long long)CS_MAX_COLL_BYTES);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (full) return STRAND_SUCCESS;
+  cs_req_t *r = cs_req_new(c, CS_ALLREDUCE, "iallreduce");
+  if (!r) return STRAND_SYSTEM_ERROR;
+  r->dtype = dataType;
+  r->op = redOp;
+  r->esz = esz;
+  r->src = sendData;
+  r->dst = recvData;
+  r->count = count;
+  size_t per_chunk = c->block / esz * (size_t)c->nranks;
+  r->nchunks = (count + per_chunk - 1) / per_chunk;
+  r->result_bytes = count * esz;
+  cs_enqueue(c, r, request);
+  return STRAND_SUCCESS;
+}
+
+strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
+                              size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                              void *sendMhandle, void **request) {
+  (void)sendMhandle;
+  cs_comm_t *c = cs_comm_of(collComm);
+  bool full;
+  strand_result_t rc = cs_begin(c, collComm, "iallgather", request, &full);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (nRecvParts < 1 || !recvParts || windowBytes > CS_MAX_COLL_BYTES ||
+      windowOffset + windowBytes > bytesPerRank * (size_t)c->nranks) {
+    STRAND_WARN("collnet_stub iallgather(rank %d/%d): %d receive parts (%p), window %zu+%zu of %d x %zu "
+                "bytes", c->rank, c->nranks, nRecvParts, (void *)recvParts, windowOffset, windowBytes,
+                c->nranks, bytesPerRank);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (full) return STRAND_SUCCESS;
+  cs_req_t *r = cs_req_new(c, CS_ALLGATHER, "iallgather");
+  if (!r) return STRAND_SYSTEM_ERROR;
+  r->parts = malloc((size_t)nRecvParts * sizeof *r->parts);
+  if (!r->parts) {
+    cs_req_free(r);
+    return STRAND_SYSTEM_ERROR;
+  }
+  memcpy(r->parts, recvParts, (size_t)nRecvParts * sizeof *r->parts);
+  r->nparts = nRecvParts;
+  r->src = sendData; /* this rank's bytes of the window, from its first one (spec §8.3) */
+  for (int j = 0; j < c->nranks; j++)
+    cs_window_part(bytesPerRank, windowOffset, windowBytes, j, &r->part_off[j], &r->part_len[j]);
+  if (r->part_len[c->rank] && !sendData) {
+    cs_req_free(r);
+    STRAND_WARN("collnet_stub iallgather(rank %d/%d): NULL sendData", c->rank, c->nranks);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  r->nchunks = cs_chunks_of_parts(c, r);
+  r->result_bytes = windowBytes;
+  cs_enqueue(c, r, request);
+  return STRAND_SUCCESS;
+}
+
+strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
+                                  void *recvData, size_t bytesPerRank, size_t windowOffset,
+                                  size_t windowBytes, strand_datatype_t dataType,
+                                  strand_redop_t redOp, void *recvMhandle, void **request) {
+  (void)recvMhandle;
+  cs_comm_t *c = cs_comm_of(collComm);
+  bool full;
+  strand_result_t rc = cs_begin(c, collComm, "ireducescatter", request, &full);
+  if (rc != STRAND_SUCCESS) return rc;
+  rc = cs_check_reduction(c, "ireducescatter", dataType, redOp);
+  if (rc != STRAND_SUCCESS) return rc;
+  size_t esz = strand_datatype_size(dataType);
+  if (nSendParts < 1 || !sendParts || windowBytes > CS_MAX_COLL_BYTES ||
+      windowOffset + windowBytes > bytesPerRank * (size_t)c->nranks || bytesPerRank % esz ||
+      windowOffset % esz || windowBytes % esz) {
+    STRAND_WARN("collnet_stub ireducescatter(rank %d/%d): %d send parts (%p), window %zu+%zu of %d x %zu "
+                "bytes, element size %zu (the window must hold whole elements)", c->rank, c->nranks,
+                nSendParts, (void *)sendParts, windowOffset, windowBytes, c->nranks, bytesPerRank, esz);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  if (full) return STRAND_SUCCESS;
+  cs_req_t *r = cs_req_new(c, CS_REDUCESCATTER, "ireducescatter");
+  if (!r) return STRAND_SYSTEM_ERROR;
+  r->parts = malloc((size_t)nSendParts * sizeof *r->parts);
+  if (!r->parts) {
+    cs_req_free(r);
+    return STRAND_SYSTEM_ERROR;
+  }
+  memcpy(r->parts, sendParts, (size_t)nSendParts * sizeof *r->parts);
+  r->nparts = nSendParts;
+  r->dtype = dataType;
+  r->op = redOp;
+  r->esz = esz;
+  r->dst = recvData; /* this rank's result bytes of the window (spec §8.3) */
+  for (int j = 0; j < c->nranks; j++)
+    cs_window_part(bytesPerRank, windowOffset, windowBytes, j, &r->part_off[j], &r->part_len[j]);
+  if (r->part_len[c->rank] && !recvData) {
+    cs_req_free(r);
+    STRAND_WARN("collnet_stub ireducescatter(rank %d/%d): NULL recvData", c->rank, c->nranks);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  r->nchunks = cs_chunks_of_parts(c, r);
+  r->result_bytes = r->part_len[c->rank];
+  cs_enqueue(c, r, request);
+  return STRAND_SUCCESS;
+}
+
+/* Host memory only (ptrSupport = HOST): nothing is ever in flight towards a GPU. */
+strand_result_t cs_iflush(void *collComm, void *data, int size, void *mhandle, void **request) {
+  (void)data;
+  (void)size;
+  (void)mhandle;
+  if (!request) return STRAND_INVALID_ARGUMENT;
+  *request = NULL;
+  if (!cs_comm_of(collComm)) {
+    STRAND_WARN("collnet_stub iflush: %p is not a collComm of the stub", collComm);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  return STRAND_SUCCESS;
+}
+
+/* ---- the engine ---- */
+
+/* Block of rank j in chunk k: blen[j] bytes at boff[j] (allreduce: in the user buffers; the
+ * window collectives: inside rank j's part of the window). */
+static void cs_chunk_blocks(const cs_comm_t *c, const cs_req_t *r, size_t k, size_t *blen, size_t *boff) {
+  int n = c->nranks;
+  if (r->kind == CS_ALLREDUCE) {
+    size_t per_chunk = c->block / r->esz * (size_t)n;
+    size_t c0 = k * per_chunk, ce = r->count - c0 < per_chunk ? r->count - c0 : per_chunk;
+    size_t per = (ce + (size_t)n - 1) / (size_t)n;
+    for (int j = 0; j < n; j++) {
+      size_t e0 = (size_t)j * per < ce ? (size_t)j * per : ce;
+      size_t e1 = e0 + per < ce ? e0 + per : ce;
+      boff[j] = (c0 + e0) * r->esz;
+      blen[j] = (e1 - e0) * r->esz;
+    }
+    return;
+  }
+  for (int j = 0; j < n; j++) {
+    size_t o = k * c->block;
+    boff[j] = o;
+    blen[j] = r->part_len[j] > o ? (r->part_len[j] - o < c->block ? r->part_len[j] - o : c->block) : 0;
+  }
+}
+
+/* Points the slot's per-peer lengths and buffers at the exchange of `phase`. */
+static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
+  int me = c->rank;
+  for (int j = 0; j < c->nranks; j++) {
+    sl->slen[j] = phase == CS_PH_RS ? sl->blen[j] : sl->blen[me];
+    sl->sbuf[j] = sl->send + (size_t)(phase == CS_PH_RS ? j : me) * c->block;
+    sl->rlen[j] = phase == CS_PH_RS ? sl->blen[me] : sl->blen[j];
+    sl->sposted[j] = sl->rposted[j] = j == me;
+    sl->sreq[j] = sl->rreq[j] = NULL;
+  }
+  sl->phase = phase;
+  sl->all_posted = false;
+}
+
+/* Gives the next chunk of the oldest collective that has one to a free slot, staging its data. */
+static bool cs_assign_chunk(cs_comm_t *c) {
+  cs_req_t *r = c->head;
+  while (r && r->next_chunk >= r->nchunks) r = r->next;
+  if (!r) return false;
+  cs_slot_t *sl = NULL;
+  for (int s = 0; s < CS_NSLOTS && !sl; s++)
+    if (!c->slots[s].req) sl = &c->slots[s];
+  if (!sl) return false;
+  size_t k = r->next_chunk++;
+  int me = c->rank, n = c->nranks;
+  sl->req = r;
+  sl->chunk = k;
+  cs_chunk_blocks(c, r, k, sl->blen, sl->boff);
+  if (r->kind == CS_ALLREDUCE) {
+    for (int j = 0; j < n; j++)
+      if (sl->blen[j]) memcpy(sl->send + (size_t)j * c->block, r->src + sl->boff[j], sl->blen[j]);
+    sl->seq[CS_PH_RS] = c->next_seq++;
+    sl->seq[CS_PH_AG] = c->next_seq++;
+    cs_slot_exchange(c, sl, CS_PH_RS);
+  } else if (r->kind == CS_ALLGATHER) {
+    if (sl->blen[me]) memcpy(sl->send + (size_t)me * c->block, r->src + sl->boff[me], sl->blen[me]);
+    sl->seq[CS_PH_AG] = c->next_seq++;
+    cs_slot_exchange(c, sl, CS_PH_AG);
+  } else {
+    for (int j = 0; j < n; j++)
+      cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], sl->send + (size_t)j * c->block,
+                  sl->blen[j], false);
+    sl->seq[CS_PH_RS] = c->next_seq++;
+    cs_slot_exchange(c, sl, CS_PH_RS);
+  }
+  return true;
+}
+
+static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
+  STRAND_WARN("collnet_stub %s(rank %d/%d): %s rank %d failed (net %s returned %d) in chunk %zu; the "
+              "collComm is unusable; check rank %d's log and the network between the two",
+              sl->req->call, c->rank, c->nranks, what, peer, c->net->name, (int)rc, sl->chunk, peer);
+  c->failed = rc;
+  return rc;
+}
+
+/* Posts what the slot's exchange may post now; *changed when something was posted. */
+static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
+  if (sl->all_posted || c->turn != sl->seq[sl->phase]) return STRAND_SUCCESS;
+  const strand_net_t *n = c->net;
+  bool all = true;
+  for (int j = 0; j < c->nranks; j++) {
+    if (j == c->rank) continue;
+    if (!sl->sposted[j]) {
+      if (sl->slen[j] == 0) {
+        sl->sposted[j] = true;
+      } else {
+        strand_result_t rc = n->isend(c->send[j], sl->sbuf[j], sl->slen[j], 0, c->send_mh[j], NULL, &sl->sreq[j]);
+        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
+        sl->sposted[j] = sl->sreq[j] != NULL; /* NULL: the comm is full, retried next time */
+      }
+      *changed |= sl->sposted[j];
+    }
+    if (!sl->rposted[j]) {
+      if (sl->rlen[j] == 0) {
+        sl->rposted[j] = true;
+      } else {
+        void *buf = sl->recv + (size_t)j * c->block;
+        size_t sz = sl->rlen[j];
+        int tag = 0;
+        strand_result_t rc = n->irecv(c->recv[j], 1, &buf, &sz, &tag, &c->recv_mh[j], NULL, &sl->rreq[j]);
+        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
+        sl->rposted[j] = sl->rreq[j] != NULL;
+      }
+      *changed |= sl->rposted[j];
+    }
+    all &= sl->sposted[j] && sl->rposted[j];
+  }
+  if (all) {
+    sl->all_posted = true;
+    c->turn++;
+    *changed = true;
+  }
+  return STRAND_SUCCESS;
+}
+
+/* Reduces the slot's nranks contributions to this rank's block, in rank order, into `out`. */
+static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, char *out) {
+  cs_req_t *r = sl->req;
+  int me = c->rank;
+  size_t len = sl->blen[me], cnt = len / r->esz;
+  if (len == 0) return STRAND_SUCCESS;
+  char *mine = sl->send + (size_t)me * c->block;
+  memmove(out, me == 0 ? mine : sl->recv, len);
+  for (int j = 1; j < c->nranks; j++) {
+    strand_result_t rc = strand_reduce(r->dtype, r->op, out, j == me ? mine : sl->recv + (size_t)j * c->block, cnt);
+    if (rc != STRAND_SUCCESS) {
+      STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
+                  c->nranks, cnt, (int)rc);
+      c->failed = rc;
+      return rc;
+    }
+  }
+  return STRAND_SUCCESS;
+}
+
+/* The slot's exchange completed: reduce / deliver, then the next exchange or the chunk is done. */
+static strand_result_t cs_exchange_done(cs_comm_t *c, cs_slot_t *sl) {
+  cs_req_t *r = sl->req;
+  int me = c->rank, n = c->nranks;
+  char *mine = sl->send + (size_t)me * c->block;
+  if (sl->phase == CS_PH_RS) {
+    /* The receive slot of this rank is unused by the exchange: accumulate there. */
+    char *acc = sl->recv + (size_t)me * c->block;
+    strand_result_t rc = cs_reduce_block(c, sl, acc);
+    if (rc != STRAND_SUCCESS) return rc;
+    if (r->kind == CS_ALLREDUCE) {
+      if (sl->blen[me]) memcpy(mine, acc, sl->blen[me]);
+      cs_slot_exchange(c, sl, CS_PH_AG);
+      return STRAND_SUCCESS;
+    }
+    if (sl->blen[me]) memcpy(r->dst + sl->boff[me], acc, sl->blen[me]);
+  } else {
+    for (int j = 0; j < n; j++) {
+      const char *blk = j == me ? mine : sl->recv + (size_t)j * c->block;
+      if (!sl->blen[j]) continue;
+      if (r->kind == CS_ALLREDUCE)
+        memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
+      else
+        cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], (void *)blk, sl->blen[j], true);
+    }
+  }
+  r->chunks_done++;
+  sl->req = NULL;
+  return STRAND_SUCCESS;
+}
+
+static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
+  if (!sl->all_posted) return STRAND_SUCCESS;
+  const strand_net_t *n = c->net;
+  bool all = true;
+  for (int j = 0; j < c->nranks; j++) {
+    int done, size;
+    if (sl->sreq[j]) {
+      done = 0;
+      strand_result_t rc = n->test(sl->sreq[j], &done, &size);
+      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "send to", rc);
+      if (done) sl->sreq[j] = NULL;
+    }
+    if (sl->rreq[j]) {
+      done = 0;
+      strand_result_t rc = n->test(sl->rreq[j], &done, &size);
+      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "receive from", rc);
+      if (done) sl->rreq[j] = NULL;
+    }
+    all &= !sl->sreq[j] && !sl->rreq[j];
+  }
+  if (!all) return STRAND_SUCCESS;
+  *changed = true;
+  return cs_exchange_done(c, sl);
+}
+
+/* One bounded round of progress over the whole collComm. */
+static strand_result_t cs_progress(cs_comm_t *c) {
+  for (int pass = 0; pass < 2 * CS_NSLOTS + 2; pass++) {
+    bool changed = false;
+    while (cs_assign_chunk(c)) changed = true;
+    for (int s = 0; s < CS_NSLOTS; s++) {
+      cs_slot_t *sl = &c->slots[s];
+      if (!sl->req) continue;
+      strand_result_t rc = cs_post(c, sl, &changed);
+      if (rc == STRAND_SUCCESS && sl->req) rc = cs_poll_slot(c, sl, &changed);
+      if (rc == STRAND_SUCCESS && sl->req) rc = cs_post(c, sl, &changed); /* the AG that follows an RS */
+      if (rc != STRAND_SUCCESS) return rc;
+    }
+    if (!changed) break;
+  }
+  return STRAND_SUCCESS;
+}
+
+strand_result_t cs_test(void *request, int *done, int *size) {
+  if (!done) return STRAND_INVALID_ARGUMENT;
+  *done = 0;
+  cs_req_t *r = request;
+  if ((uintptr_t)request < 4096 || r->magic != CS_REQ_MAGIC) {
+    STRAND_WARN("collnet_stub test: %p is not a collective in flight (completed and tested already?)", request);
+    return STRAND_INTERNAL_ERROR;
+  }
+  cs_comm_t *c = r->comm;
+  if (c->failed != STRAND_SUCCESS) return c->failed;
+  strand_result_t rc = cs_progress(c);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (r->chunks_done < r->nchunks) return STRAND_SUCCESS;
+  *done = 1;
+  if (size) *size = (int)r->result_bytes;
+  cs_req_t **pp = &c->head, *prev = NULL;
+  while (*pp != r) {
+    prev = *pp;
+    pp = &(*pp)->next;
+  }
+  *pp = r->next;
+  if (c->tail == r) c->tail = prev;
+  c->inflight--;
+  cs_req_free(r);
+  return STRAND_SUCCESS;
+}

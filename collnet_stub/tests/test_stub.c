@@ -1,0 +1,510 @@
+/* collnet_stub unit test over a mock net: ranks are threads of this process, the net is an
+ * in-memory FIFO per comm. The mock is deliberately stingy, to reach the stub's corner paths:
+ *   - connect returns a NULL comm on its first try (non-blocking connect in progress);
+ *   - every comm accepts ONE request at a time: isend/irecv return a NULL request otherwise, so
+ *     the stub's retry of a full comm runs all the time;
+ *   - isend/irecv check that the mhandle is the registration covering the buffer.
+ * Checked against the SDK's CPU reductions in rank order: all-reduce (0, 1, odd, multi-chunk
+ * counts; in place; int8 prod, fp8 e4m3 max, float32 sum), windowed all-gather / reduce-scatter
+ * with two SGE parts, several collectives in flight tested out of order, group sizes 1, 2, 3, 5,
+ * registration rules, bad handles, properties. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strand/collnet_stub.h"
+#include "strand/reduce.h"
+
+static int g_fail;
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      __atomic_store_n(&g_fail, 1, __ATOMIC_RELAXED);                                              \
+    }                                                                                              \
+  } while (0)
+
+/* ------------------------------------------------------------------------------ the mock net */
+
+static pthread_mutex_t mk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct mk_req {
+  struct mk_pipe *pipe;
+  bool is_send, done;
+  char *buf;
+  size_t size;
+  struct mk_req *next;
+} mk_req_t;
+
+typedef struct mk_pipe {
+  mk_req_t *sends, *recvs; /* posted, FIFO, not yet matched */
+  int refs;
+} mk_pipe_t;
+
+typedef struct {
+  mk_pipe_t *pipe;
+  bool is_send;
+  int outstanding;
+  bool tried; /* connect: NULL on the first try */
+} mk_comm_t;
+
+typedef struct {
+  mk_pipe_t *pending[64];
+  int npending;
+} mk_listen_t;
+
+typedef struct {
+  uint32_t magic;
+  mk_listen_t *l;
+} mk_handle_t;
+
+typedef struct {
+  char *base;
+  size_t size;
+} mk_mr_t;
+
+static strand_result_t mk_init(void **ctx, uint64_t id, strand_comm_config_t *cfg, strand_logger_t lg,
+                               strand_profiler_cb_t pf) {
+  (void)id, (void)cfg, (void)lg, (void)pf;
+  *ctx = malloc(1);
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_finalize(void *ctx) {
+  free(ctx);
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_devices(int *n) {
+  *n = 1;
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_props(int dev, strand_props_t *p) {
+  strand_props_init_host(p, dev);
+  p->name = "mock0";
+  p->speed = 12345;
+  p->ptrSupport = STRAND_PTR_HOST | STRAND_PTR_CUDA; /* the stub must not pass CUDA on */
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_listen(void *ctx, int dev, void *handle, void **lc) {
+  (void)ctx, (void)dev;
+  mk_listen_t *l = calloc(1, sizeof *l);
+  mk_handle_t h = {0x4d4b4844u, l};
+  memcpy(handle, &h, sizeof h);
+  *lc = l;
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_connect(void *ctx, int dev, void *handle, void **sc, strand_dev_handle_t **dh) {
+  (void)ctx, (void)dev, (void)dh;
+  mk_handle_t *h = handle;
+  *sc = NULL;
+  if (h->magic != 0x4d4b4844u) return STRAND_INVALID_ARGUMENT;
+  /* The first try leaves a mark in the handle (as real nets keep state there) and returns NULL. */
+  if (h->magic == 0x4d4b4844u && ((uint32_t *)handle)[31] != 1) {
+    ((uint32_t *)handle)[31] = 1;
+    return STRAND_SUCCESS;
+  }
+  mk_pipe_t *p = calloc(1, sizeof *p);
+  mk_comm_t *c = calloc(1, sizeof *c);
+  p->refs = 2;
+  c->pipe = p;
+  c->is_send = true;
+  pthread_mutex_lock(&mk_lock);
+  h->l->pending[h->l->npending++] = p;
+  pthread_mutex_unlock(&mk_lock);
+  *sc = c;
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_accept(void *lc, void **rc, strand_dev_handle_t **dh) {
+  (void)dh;
+  mk_listen_t *l = lc;
+  *rc = NULL;
+  pthread_mutex_lock(&mk_lock);
+  if (l->npending) {
+    mk_comm_t *c = calloc(1, sizeof *c);
+    c->pipe = l->pending[0];
+    memmove(l->pending, l->pending + 1, (size_t)--l->npending * sizeof l->pending[0]);
+    *rc = c;
+  }
+  pthread_mutex_unlock(&mk_lock);
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_reg(void *comm, void *data, size_t size, int type, void **mh) {
+  (void)comm;
+  if (type != STRAND_PTR_HOST) return STRAND_INTERNAL_ERROR;
+  mk_mr_t *m = malloc(sizeof *m);
+  *m = (mk_mr_t){data, size};
+  *mh = m;
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_dereg(void *comm, void *mh) {
+  (void)comm;
+  free(mh);
+  return STRAND_SUCCESS;
+}
+static void mk_append(mk_req_t **q, mk_req_t *r) {
+  while (*q) q = &(*q)->next;
+  *q = r;
+}
+static strand_result_t mk_post(mk_comm_t *c, bool is_send, void *data, size_t size, void *mh, void **req) {
+  *req = NULL;
+  mk_mr_t *m = mh;
+  if (size && (!m || (char *)data < m->base || (char *)data + size > m->base + m->size)) {
+    fprintf(stderr, "mock: %s of %zu bytes at %p outside its registration\n", is_send ? "isend" : "irecv",
+            size, data);
+    return STRAND_INVALID_ARGUMENT;
+  }
+  pthread_mutex_lock(&mk_lock);
+  if (c->outstanding == 0) {
+    mk_req_t *r = calloc(1, sizeof *r);
+    *r = (mk_req_t){c->pipe, is_send, false, data, size, NULL};
+    mk_append(is_send ? &c->pipe->sends : &c->pipe->recvs, r);
+    c->outstanding++;
+    *req = r;
+  }
+  pthread_mutex_unlock(&mk_lock);
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_isend(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
+  (void)tag, (void)ph;
+  return mk_post(sc, true, data, size, mh, req);
+}
+static strand_result_t mk_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mhs, void **ph,
+                                void **req) {
+  (void)tags, (void)ph;
+  if (n != 1) return STRAND_INVALID_ARGUMENT;
+  return mk_post(rc, false, data[0], sizes[0], mhs[0], req);
+}
+static strand_result_t mk_test(void *req, int *done, int *sizes) {
+  mk_req_t *r = req;
+  strand_result_t rc = STRAND_SUCCESS;
+  pthread_mutex_lock(&mk_lock);
+  mk_pipe_t *p = r->pipe;
+  while (p->sends && p->recvs) { /* match FIFO heads */
+    mk_req_t *s = p->sends, *d = p->recvs;
+    if (s->size > d->size) {
+      rc = STRAND_INTERNAL_ERROR;
+      break;
+    }
+    if (s->size) memcpy(d->buf, s->buf, s->size);
+    d->size = s->size;
+    s->done = d->done = true;
+    p->sends = s->next;
+    p->recvs = d->next;
+  }
+  *done = r->done;
+  if (r->done) {
+    if (sizes) *sizes = (int)r->size;
+    free(r);
+  }
+  pthread_mutex_unlock(&mk_lock);
+  return rc;
+}
+static strand_result_t mk_close(void *comm) {
+  mk_comm_t *c = comm;
+  pthread_mutex_lock(&mk_lock);
+  bool last = --c->pipe->refs == 0;
+  pthread_mutex_unlock(&mk_lock);
+  if (last) {
+    for (mk_req_t *r = c->pipe->sends, *n; r; r = n) n = r->next, free(r);
+    for (mk_req_t *r = c->pipe->recvs, *n; r; r = n) n = r->next, free(r);
+    free(c->pipe);
+  }
+  free(c);
+  return STRAND_SUCCESS;
+}
+static strand_result_t mk_close_listen(void *lc) {
+  free(lc);
+  return STRAND_SUCCESS;
+}
+
+/* Request -> comm, to release the comm's slot at completion. */
+typedef struct {
+  void *req;
+  mk_comm_t *comm;
+} mk_track_t;
+static mk_track_t mk_tracks[4096];
+static strand_result_t mk_isend_t(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
+  strand_result_t rc = mk_isend(sc, data, size, tag, mh, ph, req);
+  if (rc == STRAND_SUCCESS && *req) {
+    pthread_mutex_lock(&mk_lock);
+    for (int i = 0; i < 4096; i++)
+      if (!mk_tracks[i].req) {
+        mk_tracks[i] = (mk_track_t){*req, sc};
+        break;
+      }
+    pthread_mutex_unlock(&mk_lock);
+  }
+  return rc;
+}
+static strand_result_t mk_irecv_t(void *rc_, int n, void **data, size_t *sizes, int *tags, void **mhs, void **ph,
+                                  void **req) {
+  strand_result_t rc = mk_irecv(rc_, n, data, sizes, tags, mhs, ph, req);
+  if (rc == STRAND_SUCCESS && *req) {
+    pthread_mutex_lock(&mk_lock);
+    for (int i = 0; i < 4096; i++)
+      if (!mk_tracks[i].req) {
+        mk_tracks[i] = (mk_track_t){*req, rc_};
+        break;
+      }
+    pthread_mutex_unlock(&mk_lock);
+  }
+  return rc;
+}
+static strand_result_t mk_test_counted(void *req, int *done, int *sizes) {
+  strand_result_t rc = mk_test(req, done, sizes);
+  if (rc == STRAND_SUCCESS && *done) {
+    pthread_mutex_lock(&mk_lock);
+    for (int i = 0; i < 4096; i++)
+      if (mk_tracks[i].req == req) {
+        mk_tracks[i].comm->outstanding--;
+        mk_tracks[i].req = NULL;
+        break;
+      }
+    pthread_mutex_unlock(&mk_lock);
+  }
+  return rc;
+}
+
+static const strand_net_t mock_net = {
+    .name = "mock",
+    .init = mk_init,
+    .devices = mk_devices,
+    .getProperties = mk_props,
+    .listen = mk_listen,
+    .connect = mk_connect,
+    .accept = mk_accept,
+    .regMr = mk_reg,
+    .deregMr = mk_dereg,
+    .isend = mk_isend_t,
+    .irecv = mk_irecv_t,
+    .test = mk_test_counted,
+    .closeSend = mk_close,
+    .closeRecv = mk_close,
+    .closeListen = mk_close_listen,
+    .finalize = mk_finalize,
+};
+
+/* ------------------------------------------------------------------------------ the ranks */
+
+static const strand_collnet_t *T;
+static pthread_barrier_t g_bar;
+static char g_handles[8][STRAND_NET_HANDLE_MAXSIZE];
+static int g_nranks;
+
+static double val(int rank, size_t i, int salt) { return (double)((int)((rank * 7 + i * 13 + (size_t)salt * 5) % 9) - 4); }
+
+static void gen(strand_datatype_t t, int rank, void *buf, size_t n, int salt) {
+  for (size_t i = 0; i < n; i++) strand_datatype_store(t, buf, i, val(rank, i, salt));
+}
+
+static void expect(strand_datatype_t t, strand_redop_t op, void *out, size_t n, size_t first, int salt) {
+  size_t es = strand_datatype_size(t);
+  char *tmp = malloc((first + n) * es + 1);
+  char *all = malloc((first + n) * es + 1);
+  gen(t, 0, all, first + n, salt);
+  for (int r = 1; r < g_nranks; r++) {
+    gen(t, r, tmp, first + n, salt);
+    strand_reduce(t, op, all, tmp, first + n);
+  }
+  memcpy(out, all + first * es, n * es);
+  free(tmp);
+  free(all);
+}
+
+static void wait_req(void *req, const char *what, int rank) {
+  for (long spins = 0;; spins++) {
+    int done = 0, size = -1;
+    strand_result_t rc = T->test(req, &done, spins & 1 ? NULL : &size);
+    if (rc != STRAND_SUCCESS || done) {
+      CHECK(rc == STRAND_SUCCESS, "rank %d: test(%s) returned %d", rank, what, (int)rc);
+      return;
+    }
+    if (spins > 200000000L) {
+      CHECK(0, "rank %d: %s never completed", rank, what);
+      return;
+    }
+  }
+}
+
+static void allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, char *exp, int rank,
+                      strand_datatype_t t, strand_redop_t op, size_t n, int salt, bool in_place) {
+  size_t es = strand_datatype_size(t);
+  gen(t, rank, send, n, salt);
+  char *dst = in_place ? send : recv;
+  if (!in_place) memset(recv, 0xCD, n * es + 1);
+  void *req = NULL;
+  strand_result_t rc;
+  do rc = T->iallreduce(cc, send, dst, n, t, op, smh, rmh, &req);
+  while (rc == STRAND_SUCCESS && !req);
+  CHECK(rc == STRAND_SUCCESS, "rank %d: iallreduce returned %d", rank, (int)rc);
+  if (rc != STRAND_SUCCESS) return;
+  wait_req(req, "iallreduce", rank);
+  expect(t, op, exp, n, 0, salt);
+  CHECK(memcmp(exp, dst, n * es) == 0, "rank %d/%d: iallreduce(%s, %s, %zu%s) differs", rank, g_nranks,
+        strand_datatype_name(t), strand_redop_name(op), n, in_place ? ", in place" : "");
+  if (!in_place) CHECK((unsigned char)recv[n * es] == 0xCD, "rank %d: iallreduce wrote past the end", rank);
+}
+
+static void *rank_main(void *arg) {
+  int rank = (int)(intptr_t)arg, n = g_nranks;
+  void *ctx = NULL, *lc = NULL, *cc = NULL;
+  CHECK(T->init(&ctx, 77, NULL) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  void *hp[8];
+  for (int i = 0; i < n; i++) hp[i] = g_handles[i];
+  CHECK(T->connect(hp, n, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
+  CHECK(T->closeListen(lc) == STRAND_SUCCESS, "closeListen");
+  if (!cc) return NULL;
+
+  size_t big = 700001; /* floats: several chunks per call, an odd tail */
+  size_t bytes = big * 8 * (size_t)n + 64;
+  char *send = malloc(bytes), *recv = malloc(bytes), *exp = malloc(bytes);
+  void *smh = NULL, *rmh = NULL, *dup = NULL, *gpu = (void *)1;
+  CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &dup) == STRAND_SUCCESS, "regMr of the same range again");
+  CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_CUDA, &gpu) != STRAND_SUCCESS && gpu == NULL,
+        "regMr of CUDA memory must be refused (host-only CollNet)");
+  CHECK(T->deregMr(cc, dup) == STRAND_SUCCESS, "deregMr");
+  CHECK(T->deregMr(cc, dup) != STRAND_SUCCESS, "deregMr of a stale handle must be refused");
+
+  int salt = 1;
+  const size_t counts[] = {0, 1, 7, 4099, big};
+  for (size_t ci = 0; ci < 5; ci++) allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, counts[ci], salt++, false);
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, true);
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_INT8, STRAND_PROD, 100003, salt++, false);
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT8_E4M3, STRAND_MAX, 65537, salt++, false);
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_BFLOAT16, STRAND_MIN, 333333, salt++, false);
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT64, STRAND_SUM, 200001, salt++, false);
+
+  /* Several in flight (disjoint buffers), completed out of order. */
+  {
+    enum { K = 5 };
+    size_t cnt = 50000;
+    void *reqs[K];
+    int s0 = salt;
+    for (int k = 0; k < K; k++) {
+      gen(STRAND_INT32, rank, send + (size_t)k * cnt * 4, cnt, salt++);
+      reqs[k] = NULL;
+      strand_result_t rc;
+      do rc = T->iallreduce(cc, send + (size_t)k * cnt * 4, recv + (size_t)k * cnt * 4, cnt, STRAND_INT32,
+                            STRAND_SUM, smh, rmh, &reqs[k]);
+      while (rc == STRAND_SUCCESS && !reqs[k]);
+      CHECK(rc == STRAND_SUCCESS, "iallreduce in flight #%d", k);
+    }
+    for (int k = K - 1; k >= 0; k--) wait_req(reqs[k], "iallreduce (one of several in flight)", rank);
+    for (int k = 0; k < K; k++) {
+      expect(STRAND_INT32, STRAND_SUM, exp, cnt, 0, s0 + k);
+      CHECK(memcmp(exp, recv + (size_t)k * cnt * 4, cnt * 4) == 0, "rank %d: in-flight allreduce #%d differs", rank, k);
+    }
+  }
+
+  /* All-gather: bpr bytes per rank, three windows, the receive side in two SGE parts. */
+  {
+    size_t bpr = 300007, total = bpr * (size_t)n;
+    for (size_t i = 0; i < bpr; i++) send[i] = (char)(rank * 31 + i * 7);
+    memset(recv, 0xCD, total);
+    size_t cuts[4] = {0, total / 3, total / 3 + total / 5 + 1, total};
+    for (int w = 0; w < 3; w++) {
+      size_t wo = cuts[w], wb = cuts[w + 1] - cuts[w], myoff = bpr * (size_t)rank;
+      strand_sge_t parts[2] = {{rmh, recv + wo, wb / 2}, {rmh, recv + wo + wb / 2, wb - wb / 2}};
+      char *sd = send + (wo > myoff && wo < myoff + bpr ? wo - myoff : 0);
+      void *req = NULL;
+      strand_result_t rc;
+      do rc = T->iallgather(cc, sd, 2, parts, bpr, wo, wb, smh, &req);
+      while (rc == STRAND_SUCCESS && !req);
+      CHECK(rc == STRAND_SUCCESS, "iallgather window %d", w);
+      if (rc == STRAND_SUCCESS) wait_req(req, "iallgather", rank);
+    }
+    for (int r = 0; r < n; r++)
+      for (size_t i = 0; i < bpr; i++)
+        if (recv[(size_t)r * bpr + i] != (char)(r * 31 + i * 7)) {
+          CHECK(0, "rank %d: iallgather block of rank %d differs at %zu", rank, r, i);
+          break;
+        }
+  }
+
+  /* Reduce-scatter: float32 sum, windows on element boundaries, the send side in two parts. */
+  {
+    size_t cpr = 250003, bpr = cpr * 4, total = bpr * (size_t)n, myoff = bpr * (size_t)rank;
+    gen(STRAND_FLOAT32, rank, send, cpr * (size_t)n, salt);
+    memset(recv, 0xCD, bpr);
+    size_t cuts[4] = {0, (total / 3) & ~(size_t)3, (total / 3 + total / 4) & ~(size_t)3, total};
+    for (int w = 0; w < 3; w++) {
+      size_t wo = cuts[w], wb = cuts[w + 1] - cuts[w];
+      size_t half = (wb / 2) & ~(size_t)3;
+      strand_sge_t parts[2] = {{smh, send + wo, half}, {smh, send + wo + half, wb - half}};
+      char *rd = recv + (wo > myoff && wo < myoff + bpr ? wo - myoff : 0);
+      void *req = NULL;
+      strand_result_t rc;
+      do rc = T->ireducescatter(cc, 2, parts, rd, bpr, wo, wb, STRAND_FLOAT32, STRAND_SUM, rmh, &req);
+      while (rc == STRAND_SUCCESS && !req);
+      CHECK(rc == STRAND_SUCCESS, "ireducescatter window %d", w);
+      if (rc == STRAND_SUCCESS) wait_req(req, "ireducescatter", rank);
+    }
+    expect(STRAND_FLOAT32, STRAND_SUM, exp, cpr, cpr * (size_t)rank, salt++);
+    CHECK(memcmp(exp, recv, bpr) == 0, "rank %d/%d: ireducescatter differs", rank, n);
+  }
+
+  /* Bad arguments are refused, never crash. */
+  void *req = (void *)1;
+  CHECK(T->iallreduce(cc, send, recv, 4, STRAND_FLOAT32, STRAND_AVG, smh, rmh, &req) != STRAND_SUCCESS,
+        "avg must be refused (reduceSupport says 0)");
+  int d = 0;
+  CHECK(T->test(exp, &d, NULL) != STRAND_SUCCESS, "test of a foreign pointer must fail");
+  req = (void *)1;
+  CHECK(T->iflush(cc, recv, 16, rmh, &req) == STRAND_SUCCESS && req == NULL, "iflush: NULL request");
+
+  CHECK(T->deregMr(cc, smh) == STRAND_SUCCESS && T->deregMr(cc, rmh) == STRAND_SUCCESS, "deregMr");
+  pthread_barrier_wait(&g_bar); /* peers may still be draining their last sends */
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl");
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  free(exp);
+  return NULL;
+}
+
+int main(void) {
+  T = strand_collnet_stub_for(&mock_net);
+  CHECK(T != NULL, "strand_collnet_stub_for(mock)");
+  if (!T) return 1;
+  CHECK(strand_collnet_stub_for(&mock_net) == T, "binding the same net again returns the same table");
+
+  /* The mock supports GPU memory: STRAND_COLLNET_STUB=auto offers no device until CollNet is on. */
+  int nd = -1;
+  unsetenv("NCCL_COLLNET_ENABLE");
+  CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 0, "auto on a GDR-capable net: 0 devices, got %d", nd);
+  setenv("NCCL_COLLNET_ENABLE", "1", 1);
+  CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");
+  strand_props_t p;
+  memset(&p, 0xA5, sizeof p);
+  CHECK(T->getProperties(0, &p) == STRAND_SUCCESS, "getProperties");
+  CHECK(p.name && !strcmp(p.name, "mock0") && p.speed == 12345, "name and speed are the net device's");
+  CHECK(p.ptrSupport == STRAND_PTR_HOST, "host memory only, whatever the net supports");
+  CHECK(p.maxCollBytes > 0 && p.maxCollBytes <= (1ULL << 40), "maxCollBytes in (0, 2^40]");
+  int sup = -1, nsup = 0;
+  for (int t = 0; t < STRAND_NUM_TYPES; t++)
+    for (int op = 0; op < 4; op++) {
+      CHECK(T->reduceSupport((strand_datatype_t)t, (strand_redop_t)op, &sup) == STRAND_SUCCESS, "reduceSupport");
+      nsup += sup == 1;
+    }
+  CHECK(nsup == 48, "48 (type, op) pairs supported, got %d", nsup);
+
+  const int sizes[] = {1, 2, 3, 5};
+  for (int si = 0; si < 4; si++) {
+    g_nranks = sizes[si];
+    pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
+    pthread_t th[8];
+    for (int r = 0; r < g_nranks; r++) pthread_create(&th[r], NULL, rank_main, (void *)(intptr_t)r);
+    for (int r = 0; r < g_nranks; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&g_bar);
+    printf("%s: %d rank(s)\n", g_fail ? "FAIL" : "ok", g_nranks);
+  }
+  return g_fail ? 1 : 0;
+}
