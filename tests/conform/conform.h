@@ -233,8 +233,14 @@ int conform_link_open_unpack(conform_ctx_t *c, int dev, conform_link_t *l, stran
 void conform_link_close(conform_ctx_t *c, conform_link_t *l);
 int conform_reg(conform_ctx_t *c, void *comm, void *data, size_t size, int type, void **mh);
 int conform_dereg(conform_ctx_t *c, void *comm, void *mh);
+/* isend until it hands out a request (NULL = "cannot post now", retried; fails at the deadline). */
 int conform_isend(conform_ctx_t *c, void *comm, void *data, size_t size, int tag, void *mh,
                   void **req);
+/* One isend, as a proxy thread makes it: 0 with *req possibly NULL (try again later, after
+ * progressing other requests), -1 after an error (failed). For loops that also drive receives
+ * the peer's sends may wait on: spinning in conform_isend there can deadlock two ranks. */
+int conform_try_isend(conform_ctx_t *c, void *comm, void *data, size_t size, int tag, void *mh,
+                      void **req);
 int conform_irecv(conform_ctx_t *c, void *comm, int n, void **data, size_t *sizes, int *tags,
                   void **mhs, void **req);
 /* Poll test() until done; sizes may be NULL; `what` names the request in messages. */

@@ -361,18 +361,24 @@ static int check_abort(conform_ctx_t *c) {
   return 0;
 }
 
+int conform_try_isend(conform_ctx_t *c, void *comm, void *data, size_t size, int tag, void *mh,
+                      void **req) {
+  *req = NULL;
+  conform_phase(c, "isend(%zu bytes, tag %d)", size, tag);
+  strand_result_t r = c->net->isend(comm, data, size, tag, mh, g_phandle_dummy, req);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(c, "isend(%zu bytes, tag %d) returned %s%s", size, tag, conform_result_str(r),
+                 conform_upgrade_last_error_was_adapter() ? " (refused by the core adapter)" : "");
+    return -1;
+  }
+  return 0;
+}
+
 int conform_isend(conform_ctx_t *c, void *comm, void *data, size_t size, int tag, void *mh,
                   void **req) {
   unsigned spins = 0;
   for (;;) {
-    *req = NULL;
-    conform_phase(c, "isend(%zu bytes, tag %d)", size, tag);
-    strand_result_t r = c->net->isend(comm, data, size, tag, mh, g_phandle_dummy, req);
-    if (r != STRAND_SUCCESS) {
-      conform_fail(c, "isend(%zu bytes, tag %d) returned %s%s", size, tag, conform_result_str(r),
-                   conform_upgrade_last_error_was_adapter() ? " (refused by the core adapter)" : "");
-      return -1;
-    }
+    if (conform_try_isend(c, comm, data, size, tag, mh, req)) return -1;
     if (*req) return 0;
     /* NULL = "cannot post now": NCCL re-issues the identical call later (§6.5). */
     if ((++spins & 255) == 0 && (check_abort(c) || conform_remaining(c) < 0.5)) {

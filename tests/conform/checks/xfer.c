@@ -171,7 +171,12 @@ static conform_status_t xfer_ordering(conform_ctx_t *c) {
       size_t sz = (size_t)(sent * 37 % (SLOT - 1)) + 1;
       unsigned char *d = b.s.data + (size_t)s * SLOT;
       conform_fill(d, sz, conform_seed(c->rank, c->next, (uint64_t)sent));
-      if (conform_isend(c, b.scomm, d, sz, c->rank, b.smh, &sreq[s])) goto out;
+      /* One try per pass, as a proxy thread does: a NULL request must not keep this rank from
+       * testing and posting its receives, which the peer's sends may be waiting for (a plugin
+       * whose small sends go ahead of the receive within a credit limit, say). Spinning here
+       * while the peer spins in its own isend is a deadlock of the test, not of the plugin. */
+      if (conform_try_isend(c, b.scomm, d, sz, c->rank, b.smh, &sreq[s])) goto out;
+      if (sreq[s] == NULL) break;
       sent++;
     }
     /* proxy-style: test the oldest of each direction, never block on one */
