@@ -60,13 +60,15 @@
 /* ---------------------------------------------------------------------------------------------
  * Configuration, devices, contexts
  * ------------------------------------------------------------------------------------------- */
-/* The tuner's channel policy (sk_tuner_policy.c): size bands, each "collectives of at most
- * max_bytes run on `channels` channels" (0 = NCCL's own count). Bands are sorted by max_bytes,
- * strictly increasing; sizes above the last band keep NCCL's count. */
+/* The tuner's policy (sk_tuner_policy.c): size bands, each "collectives of at most max_bytes run
+ * on `channels` channels" (0 = NCCL's own count), and optionally "an all-reduce of that size uses
+ * protocol `proto`" (STRAND_PROTO_*, -1 = NCCL's choice). Bands are sorted by max_bytes, strictly
+ * increasing; sizes above the last band keep NCCL's choices. */
 #define SK_TUNER_MAX_BANDS 16
 typedef struct {
   uint64_t max_bytes;
   int channels;
+  int proto;
 } sk_tuner_band_t;
 typedef struct {
   int nbands;
@@ -245,14 +247,16 @@ strand_result_t sk_params_register(void);
  * STRAND_INVALID_USAGE, as for every other knob. */
 strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy);
 
-/* sk_tuner_policy.c: STRAND_SOCKET_TUNER_CHANNELS grammar, a comma list of SIZE:CHANNELS items,
- * SIZE an integer with an optional K/M/G suffix (x1024^n), CHANNELS 0..STRAND_TUNER_MAX_CHANNELS,
- * sizes strictly increasing; "" = no bands. On error *policy is untouched and `err` says what and
+/* sk_tuner_policy.c: STRAND_SOCKET_TUNER_CHANNELS grammar, a comma list of SIZE:CHANNELS[:PROTO]
+ * items, SIZE an integer with an optional K/M/G suffix (x1024^n), CHANNELS 0..STRAND_TUNER_MAX_CHANNELS,
+ * PROTO one of ll, ll128, simple (case-insensitive), sizes strictly increasing; "" = no bands. On error *policy is untouched and `err` says what and
  * where. */
 strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *policy, char *err,
                                        size_t errlen);
 /* Channels for a collective of nbytes: the first band with nbytes <= max_bytes, else 0. */
 int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes);
+/* The band a collective of nbytes falls in, or NULL above the last band. */
+const sk_tuner_band_t *sk_tuner_policy_band(const sk_tuner_policy_t *policy, uint64_t nbytes);
 /* "<=64K:2 <=2M:4 above:NCCL" style text for the INFO line. */
 void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len);
 const sk_config_t *sk_config(void);

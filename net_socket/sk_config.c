@@ -18,10 +18,11 @@
 #include "strand/params.h"
 
 #define SK_AUTO (-2)
-/* The tuner's default policy: fewer channels up to 2 MiB, where 2 channels beat NCCL's 8 on the
- * 2-node H200 measurement (docs/benchmarks/socket.md, "Known gaps"); NCCL's own count above,
- * where 2 channels lost. To be refined from the sweep in docs/plugins/socket.md. */
-#define SK_TUNER_DEFAULT_CHANNELS "2M:2"
+/* The tuner's default policy, from the all-reduce sweep on one H100 with 2 fake nodes
+ * (docs/benchmarks/socket.md, "The tuner's default"): NCCL's choices up to 16 KiB; 2 channels and
+ * LL128 at 32 KiB; 2 channels and Simple up to 4 MiB, where NCCL would run LL (to 512 KiB) on 8;
+ * NCCL's choices above, where 8 channels win. */
+#define SK_TUNER_DEFAULT_CHANNELS "16K:0,32K:2:ll128,4M:2:simple"
 
 static struct {
   int ndev;
@@ -103,9 +104,10 @@ static const strand_param_def_t sk_params[] = {
                       "(STRAND_SOCKET_TUNER_CHANNELS) for collectives across nodes; 0 = leave "
                       "NCCL's choices alone"),
     STRAND_PARAM_STRING("STRAND_SOCKET_TUNER_CHANNELS", NULL, SK_TUNER_DEFAULT_CHANNELS,
-                        "the tuner's policy: comma list of SIZE:CHANNELS, sizes increasing, e.g. "
-                        "64K:2,2M:4 = up to 64 KiB 2 channels, up to 2 MiB 4, above NCCL's count "
-                        "(CHANNELS 0 = NCCL's count; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
+                        "the tuner's policy: comma list of SIZE:CHANNELS[:PROTO], sizes increasing, "
+                        "e.g. 64K:2,2M:4:simple = up to 64 KiB 2 channels, up to 2 MiB 4 and "
+                        "Simple for all-reduce, above NCCL's choices (CHANNELS 0 = NCCL's count; "
+                        "PROTO ll|ll128|simple; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
 };
 
 strand_result_t sk_params_register(void) {

@@ -3,12 +3,16 @@
  *
  * What it does: for a collective that crosses strand-socket (the communicator spans nodes) and for
  * which NCCL's cheapest cost entry is ring, tree or PAT, it answers nChannels from the size bands of
- * STRAND_SOCKET_TUNER_CHANNELS. Why: NCCL sizes its channel count from the link speed the plugin
- * reports, once per communicator, and then uses them all for small collectives too, where each
- * extra channel is another connection's proxy round trip (docs/benchmarks/socket.md).
+ * STRAND_SOCKET_TUNER_CHANNELS, and for an all-reduce in a band that names a protocol it makes that
+ * protocol the cheapest for the algorithm NCCL picked. Why: NCCL sizes its channel count from the
+ * link speed the plugin reports, once per communicator, and then uses them all for small
+ * collectives too, where each extra channel is another connection's proxy round trip; and for that
+ * speed it keeps LL up to 512 KiB, where LL's doubled bytes in small steps lose to Simple over a
+ * socket (both measured: docs/benchmarks/socket.md, "The tuner's default").
  *
- * What it never does: touch the cost table (it has no measurements that justify an algorithm or
- * protocol change, so NCCL's pick stands), answer for a single-node communicator (strand-socket
+ * What it never does: change the algorithm, raise an entry's cost, touch an entry NCCL marked
+ * ignored or negative (so it never picks what NCCL cannot run), change the protocol of anything but
+ * all-reduce (the only collective measured), answer for a single-node communicator (strand-socket
  * carries nothing there), answer for CollNet/NVLS (NCCL uses nChannels as given for those, without
  * capping it to what the comm opened), or act when this library's net side was not initialised in
  * the process (then another network carries the traffic). In all those cases it leaves every output
@@ -69,7 +73,7 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   if (t->active)
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: channels by "
-                "size %s (ring/tree/PAT only; algorithm and protocol stay NCCL's)",
+                "size %s (ring/tree/PAT only; the algorithm stays NCCL's, a protocol only for all-reduce)",
                 strand_core_tuner_abi_version(), (unsigned long long)commId, nRanks, nNodes, text);
   else
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
@@ -112,8 +116,15 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
   int algo = ncclPick(table, numAlgo, numProto);
   if (algo != STRAND_ALGO_RING && algo != STRAND_ALGO_TREE && algo != STRAND_ALGO_PAT)
     return STRAND_SUCCESS;
-  int ch = sk_tuner_policy_channels(&t->policy, nBytes);
-  if (ch > 0 && ch <= STRAND_TUNER_MAX_CHANNELS) *nChannels = ch;
+  const sk_tuner_band_t *band = sk_tuner_policy_band(&t->policy, nBytes);
+  if (band == NULL) return STRAND_SUCCESS;
+  if (band->channels > 0 && band->channels <= STRAND_TUNER_MAX_CHANNELS) *nChannels = band->channels;
+  if (func == STRAND_FUNC_ALLREDUCE && band->proto >= 0 && band->proto < numProto) {
+    /* Only ever lower a runnable entry of the algorithm NCCL chose: the choice stays one NCCL
+     * offered, and an entry NCCL disabled (LL128 on some GPUs) is left alone. */
+    float *c = strand_tuner_cost(table, numProto, algo, band->proto);
+    if (*c != STRAND_ALGO_PROTO_IGNORE && *c >= 0) *c = 0.0f;
+  }
   return STRAND_SUCCESS;
 }
 

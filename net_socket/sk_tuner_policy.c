@@ -2,15 +2,17 @@
  * up, and printing the policy for the INFO line. Pure functions, no state: sk_config.c parses the
  * knob at init (so that a bad value fails init like any other knob) and sk_tuner.c looks sizes up.
  *
- * Why size bands and nothing else: the one gap measured (docs/benchmarks/socket.md, "Known gaps")
- * is NCCL opening as many channels for a 64 KiB collective as for a 128 MiB one; fewer channels
- * win below a few MiB and lose above. A table of "up to SIZE: N channels" says exactly that and
- * nothing it was not measured to need. */
+ * Why size bands: the gaps measured (docs/benchmarks/socket.md, "Known gaps" and "The tuner's
+ * default") are NCCL opening as many channels for a 64 KiB collective as for a 128 MiB one, and
+ * NCCL choosing the LL protocol up to 512 KiB for the speed strand-socket reports; fewer channels
+ * and Simple win below a few MiB and lose above. A table of "up to SIZE: N channels [, protocol]"
+ * says exactly that and nothing it was not measured to need. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sk.h"
 
@@ -55,6 +57,27 @@ static bool parse_channels(const char *s, int *out, const char **end) {
   return true;
 }
 
+/* ":ll" / ":ll128" / ":simple" after CHANNELS; no colon = NCCL's protocol (-1). */
+static bool parse_proto(const char *s, int *out, const char **end) {
+  static const struct { const char *name; int proto; } names[] = {
+      {"ll128", STRAND_PROTO_LL128}, {"ll", STRAND_PROTO_LL}, {"simple", STRAND_PROTO_SIMPLE}};
+  *out = -1;
+  if (*s != ':') {
+    *end = s;
+    return true;
+  }
+  s = skip_blanks(s + 1);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t n = strlen(names[i].name);
+    if (strncasecmp(s, names[i].name, n) == 0 && !isalnum((unsigned char)s[n])) {
+      *out = names[i].proto;
+      *end = skip_blanks(s + n);
+      return true;
+    }
+  }
+  return false;
+}
+
 strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *policy, char *err,
                                        size_t errlen) {
   sk_tuner_policy_t p = {0};
@@ -73,9 +96,15 @@ strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *polic
                "2M or 1G", item, (int)strcspn(start, ","), start);
       return STRAND_INVALID_USAGE;
     }
-    if (!parse_channels(e + 1, &ch, &e) || (*e != ',' && *e != '\0')) {
+    int proto = -1;
+    if (!parse_channels(e + 1, &ch, &e) || (*e != ',' && *e != '\0' && *e != ':')) {
       snprintf(err, errlen, "item %d ('%.*s'): CHANNELS must be an integer 0..%d (0 = NCCL's own "
                "count)", item, (int)strcspn(start, ","), start, STRAND_TUNER_MAX_CHANNELS);
+      return STRAND_INVALID_USAGE;
+    }
+    if (!parse_proto(e, &proto, &e) || (*e != ',' && *e != '\0')) {
+      snprintf(err, errlen, "item %d ('%.*s'): PROTO after the second ':' must be ll, ll128 or "
+               "simple", item, (int)strcspn(start, ","), start);
       return STRAND_INVALID_USAGE;
     }
     if (p.nbands == SK_TUNER_MAX_BANDS) {
@@ -88,7 +117,7 @@ strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *polic
                (unsigned long long)p.bands[p.nbands - 1].max_bytes);
       return STRAND_INVALID_USAGE;
     }
-    p.bands[p.nbands++] = (sk_tuner_band_t){.max_bytes = size, .channels = ch};
+    p.bands[p.nbands++] = (sk_tuner_band_t){.max_bytes = size, .channels = ch, .proto = proto};
     if (*e == '\0') break;
     s = e + 1;
   }
@@ -96,10 +125,15 @@ strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *polic
   return STRAND_SUCCESS;
 }
 
-int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes) {
+const sk_tuner_band_t *sk_tuner_policy_band(const sk_tuner_policy_t *policy, uint64_t nbytes) {
   for (int i = 0; i < policy->nbands; i++)
-    if (nbytes <= policy->bands[i].max_bytes) return policy->bands[i].channels;
-  return 0;
+    if (nbytes <= policy->bands[i].max_bytes) return &policy->bands[i];
+  return NULL;
+}
+
+int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes) {
+  const sk_tuner_band_t *b = sk_tuner_policy_band(policy, nbytes);
+  return b != NULL ? b->channels : 0;
 }
 
 static void format_size(uint64_t v, char *buf, size_t len) {
@@ -114,11 +148,14 @@ void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t l
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; i < policy->nbands && used < len; i++) {
+    static const char *proto_names[] = {":ll", ":ll128", ":simple"};
     char size[32], ch[16];
     format_size(policy->bands[i].max_bytes, size, sizeof size);
     if (policy->bands[i].channels == 0) snprintf(ch, sizeof ch, "NCCL");
     else snprintf(ch, sizeof ch, "%d", policy->bands[i].channels);
-    int n = snprintf(buf + used, len - used, "<=%s:%s ", size, ch);
+    int pr = policy->bands[i].proto;
+    int n = snprintf(buf + used, len - used, "<=%s:%s%s ", size, ch,
+                     pr >= 0 && pr < STRAND_NUM_PROTOCOLS ? proto_names[pr] : "");
     if (n < 0) return;
     used += (size_t)n;
   }

@@ -3,9 +3,10 @@
  * NCCL 2.28 / 2.22 call them. Linked from the plugin's own sources (sk_tuner.c, sk_tuner_policy.c,
  * sk_config.c) plus the SDK, so the SDK's export layer and guard are the real ones.
  *
- * The property that matters most: the tuner never writes a cost-table entry (in particular never
- * one NCCL marked ignored) and only ever answers nChannels 0 or 1..64 — checked over every table
- * shape below and over a few thousand generated ones. */
+ * The property that matters most: the tuner never writes a cost-table entry NCCL marked ignored or
+ * negative, writes at most one entry (to 0, for an all-reduce in a band that names a protocol, in
+ * the row of the algorithm NCCL picked) and only ever answers nChannels 0 or 1..64 — checked over
+ * every table shape below and over a few thousand generated ones. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,6 +70,14 @@ static void test_parse_valid(void **state) {
 
   assert_int_equal(sk_tuner_policy_parse("4096:64", &p, err, sizeof err), STRAND_SUCCESS);
   assert_true(p.nbands == 1 && p.bands[0].max_bytes == 4096 && p.bands[0].channels == 64);
+  assert_int_equal(p.bands[0].proto, -1);
+
+  assert_int_equal(sk_tuner_policy_parse("16K:0,32K:2:LL128, 4M:2 : simple,8M:0:ll", &p, err,
+                                         sizeof err), STRAND_SUCCESS);
+  assert_int_equal(p.nbands, 4);
+  assert_true(p.bands[0].proto == -1 && p.bands[1].proto == STRAND_PROTO_LL128);
+  assert_true(p.bands[2].proto == STRAND_PROTO_SIMPLE && p.bands[2].channels == 2);
+  assert_true(p.bands[3].proto == STRAND_PROTO_LL && p.bands[3].channels == 0);
 
   assert_int_equal(sk_tuner_policy_parse("", &p, err, sizeof err), STRAND_SUCCESS);
   assert_int_equal(p.nbands, 0);
@@ -97,6 +106,10 @@ static void test_parse_errors(void **state) {
   expect_parse_error("abc:2", "SIZE like");
   expect_parse_error("64X:2", "item 1");
   expect_parse_error("64K:2,,2M:4", "item 2");
+  expect_parse_error("64K:2:fast", "item 1 ('64K:2:fast'): PROTO");
+  expect_parse_error("64K:2:", "PROTO");
+  expect_parse_error("64K:2:llx", "PROTO");
+  expect_parse_error("64K:2:simple:3", "PROTO");
   expect_parse_error("99999999999999999999:2", "item 1");
   expect_parse_error("99999999999G:2", "item 1"); /* overflows 64 bits once scaled */
   char many[512] = "";
@@ -111,7 +124,8 @@ static void test_parse_errors(void **state) {
 static void test_lookup_and_format(void **state) {
   (void)state;
   sk_tuner_policy_t p;
-  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4,8M:0,64M:6", &p, NULL, 0), STRAND_SUCCESS);
+  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4:simple,8M:0,64M:6", &p, NULL, 0),
+                   STRAND_SUCCESS);
   assert_int_equal(sk_tuner_policy_channels(&p, 0), 2);
   assert_int_equal(sk_tuner_policy_channels(&p, 65536), 2);
   assert_int_equal(sk_tuner_policy_channels(&p, 65537), 4);
@@ -121,7 +135,9 @@ static void test_lookup_and_format(void **state) {
   assert_int_equal(sk_tuner_policy_channels(&p, (64u << 20) + 1), 0);
   char buf[256];
   sk_tuner_policy_format(&p, buf, sizeof buf);
-  assert_string_equal(buf, "<=64K:2 <=2M:4 <=8M:NCCL <=64M:6 above:NCCL");
+  assert_string_equal(buf, "<=64K:2 <=2M:4:simple <=8M:NCCL <=64M:6 above:NCCL");
+  assert_null(sk_tuner_policy_band(&p, (64u << 20) + 1));
+  assert_int_equal(sk_tuner_policy_band(&p, 1u << 20)->proto, STRAND_PROTO_SIMPLE);
   sk_tuner_policy_t empty = {0};
   assert_int_equal(sk_tuner_policy_channels(&empty, 1), 0);
   sk_tuner_policy_format(&empty, buf, sizeof buf);
@@ -176,6 +192,27 @@ static int ask(void *ctx, int func, size_t bytes, float t[NA][NP], int preset) {
   return nch;
 }
 
+/* One getCollInfo that may prefer a protocol: the table comes back unchanged except for at most
+ * one entry, lowered to 0; returns that entry's index (algo * NP + proto), or -1 for none. */
+static int ask_proto(void *ctx, int func, size_t bytes, float t[NA][NP], int *nch) {
+  float before[NA][NP];
+  memcpy(before, t, sizeof before);
+  *nch = 0;
+  assert_int_equal(ncclTunerPlugin_v5.getCollInfo(ctx, func, bytes, 1, (float **)(void *)t, NA, NP,
+                                                  0, nch),
+                   STRAND_SUCCESS);
+  int changed = -1;
+  for (int a = 0; a < NA; a++) {
+    for (int p = 0; p < NP; p++) {
+      if (memcmp(&before[a][p], &t[a][p], sizeof t[a][p]) == 0) continue;
+      assert_int_equal(changed, -1); /* at most one entry */
+      assert_true(before[a][p] != IGN && before[a][p] >= 0 && t[a][p] == 0.0f);
+      changed = a * NP + p;
+    }
+  }
+  return changed;
+}
+
 static void *init_v5(size_t nranks, size_t nnodes) {
   void *ctx = NULL;
   assert_int_equal(ncclTunerPlugin_v5.init(&ctx, 0x1234, nranks, nnodes, test_logger, NULL, NULL),
@@ -188,16 +225,31 @@ static void test_default_policy_multi_node(void **state) {
   (void)state;
   assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
   void *ctx = init_v5(2, 2);
-  assert_non_null(strstr(last_info, "<=2M:2 above:NCCL"));
+  assert_non_null(strstr(last_info, "<=16K:NCCL <=32K:2:ll128 <=4M:2:simple above:NCCL"));
   float t[NA][NP];
+  int nch = 0;
   ring_table(t);
-  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 64 << 10, t, 0), 2);
+  /* Up to 16 KiB NCCL's own choices stand. */
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 8 << 10, t, 0), 0);
+  /* All-reduce, 64 KiB: 2 channels and Simple for the ring NCCL picked. */
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 64 << 10, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_SIMPLE);
+  assert_int_equal(nch, 2);
+  ring_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 32 << 10, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_LL128);
+  assert_int_equal(nch, 2);
+  /* Other collectives: channels only, the table untouched. */
+  ring_table(t);
   assert_int_equal(ask(ctx, STRAND_FUNC_ALLGATHER, 2 << 20, t, 0), 2);
-  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, (2 << 20) + 1, t, 0), 0);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, (4 << 20) + 1, t, 0), 0);
   assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 128 << 20, t, 0), 0);
   /* Tree cheapest: also ring/tree-class, capped by NCCL. */
   t[STRAND_ALGO_TREE][STRAND_PROTO_LL] = 1.0f;
-  assert_int_equal(ask(ctx, STRAND_FUNC_REDUCESCATTER, 4096, t, 0), 2);
+  assert_int_equal(ask(ctx, STRAND_FUNC_REDUCESCATTER, 20 << 10, t, 0), 2);
+  /* ...and an all-reduce then gets Simple in the tree's row, never another algorithm. */
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 1 << 20, t, &nch),
+                   STRAND_ALGO_TREE * NP + STRAND_PROTO_SIMPLE);
   assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
   assert_int_equal(warn_count, 0);
 }
@@ -250,8 +302,8 @@ static void test_disabled_and_empty(void **state) {
   /* An empty value counts as unset (as in NCCL): the default policy applies. */
   assert_int_equal(configure("1", "", true), STRAND_SUCCESS);
   ctx = init_v5(4, 4);
-  assert_non_null(strstr(last_info, "<=2M:2 above:NCCL"));
-  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 2);
+  assert_non_null(strstr(last_info, "<=4M:2:simple above:NCCL"));
+  assert_int_equal(ask(ctx, STRAND_FUNC_REDUCESCATTER, 1 << 20, t, 0), 2);
   assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
 
   /* Bands that all say 0 leave every size to NCCL. */
@@ -259,6 +311,28 @@ static void test_disabled_and_empty(void **state) {
   ctx = init_v5(4, 4);
   assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, 0), 0);
   assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+}
+
+/* A protocol NCCL disabled (ignored or negative entry) is never chosen: channels still apply. */
+static void test_proto_never_picks_disabled(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, "1M:2:ll128,2M:3:simple", true), STRAND_SUCCESS);
+  void *ctx = init_v5(2, 2);
+  float t[NA][NP];
+  int nch = 0;
+  ring_table(t);
+  t[STRAND_ALGO_RING][STRAND_PROTO_LL128] = IGN;
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, &nch), -1);
+  assert_int_equal(nch, 2);
+  ring_table(t);
+  t[STRAND_ALGO_RING][STRAND_PROTO_LL128] = -3.0f;
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 4096, t, &nch), -1);
+  ring_table(t);
+  t[STRAND_ALGO_RING][STRAND_PROTO_SIMPLE] = IGN;
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 2 << 20, t, &nch), -1);
+  assert_int_equal(nch, 3);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+  assert_int_equal(warn_count, 0);
 }
 
 static void test_net_not_in_use(void **state) {
@@ -309,11 +383,12 @@ static void test_old_core_v3(void **state) {
 }
 
 /* Generated tables: any mix of ignored, negative, equal and ordinary costs, any size, any function.
- * The table always comes back unchanged and the answer is always 0 or a valid channel count, and
- * non-zero only when NCCL's pick is ring, tree or PAT. */
+ * The table comes back unchanged except, for an all-reduce, one runnable entry lowered to 0 in the
+ * row NCCL would pick; the answer is always 0 or a valid channel count, and non-zero only when
+ * NCCL's pick is ring, tree or PAT. */
 static void test_never_writes_table_fuzz(void **state) {
   (void)state;
-  assert_int_equal(configure(NULL, "4K:1,64K:2,1M:4,16M:8", true), STRAND_SUCCESS);
+  assert_int_equal(configure(NULL, "4K:1:ll,64K:2,1M:4:simple,16M:8:ll128", true), STRAND_SUCCESS);
   void *ctx = init_v5(8, 2);
   uint32_t seed = 12345;
   for (int iter = 0; iter < 5000; iter++) {
@@ -328,13 +403,19 @@ static void test_never_writes_table_fuzz(void **state) {
     seed = seed * 1103515245u + 12345u;
     int func = (int)((seed >> 8) % 8);
     size_t bytes = (size_t)1 << ((seed >> 4) % 30);
-    int nch = ask(ctx, func, bytes, t, 0);
-    if (nch != 0) {
-      int best = -1;
-      float bc = 0;
-      for (int a = 0; a < NA; a++)
-        for (int p = 0; p < NP; p++)
-          if (t[a][p] >= 0 && (best < 0 || t[a][p] < bc)) { best = a; bc = t[a][p]; }
+    int best = -1;
+    float bc = 0;
+    for (int a = 0; a < NA; a++)
+      for (int p = 0; p < NP; p++)
+        if (t[a][p] != IGN && t[a][p] >= 0 && (best < 0 || t[a][p] < bc)) { best = a; bc = t[a][p]; }
+    int nch = 0;
+    int changed = ask_proto(ctx, func, bytes, t, &nch);
+    assert_true(nch == 0 || (nch >= 1 && nch <= STRAND_TUNER_MAX_CHANNELS));
+    if (changed >= 0) {
+      assert_int_equal(func, STRAND_FUNC_ALLREDUCE);
+      assert_int_equal(changed / NP, best); /* the algorithm stays NCCL's */
+    }
+    if (nch != 0 || changed >= 0) {
       assert_true(best == STRAND_ALGO_RING || best == STRAND_ALGO_TREE || best == STRAND_ALGO_PAT);
       assert_true(func >= STRAND_FUNC_BROADCAST && func <= STRAND_FUNC_ALLREDUCE);
     }
@@ -354,6 +435,7 @@ int main(void) {
       cmocka_unit_test_setup(test_default_policy_multi_node, setup),
       cmocka_unit_test_setup(test_leaves_nccl_alone_when_unsure, setup),
       cmocka_unit_test_setup(test_disabled_and_empty, setup),
+      cmocka_unit_test_setup(test_proto_never_picks_disabled, setup),
       cmocka_unit_test_setup(test_net_not_in_use, setup),
       cmocka_unit_test_setup(test_bad_knob_fails_init, setup),
       cmocka_unit_test_setup(test_old_core_v3, setup),
