@@ -347,6 +347,104 @@ static void allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, ch
   if (!in_place) CHECK((unsigned char)recv[n * es] == 0xCD, "rank %d: iallreduce wrote past the end", rank);
 }
 
+/* NCCL 2.28's CollNetChain proxy, as the stub sees it (transport/coll_net.cc sendProxyProgress /
+ * calcRegionOffset; enqueue.cc chunk size), replayed with the e2e driver's data (issue 12: a
+ * 4-node float prod of 262147 elements came back with one rank's contribution stale):
+ *   - ONE host region of 2 x NCCL_STEPS slots of nChannels x 512 KiB, registered twice (the send
+ *     and the recv connector's handles); call k reads slot k%8 of the send half and writes slot
+ *     k%8 of the recv half;
+ *   - 2 channels of 64 KiB chunks (the chunk size NCCL picks for ~1 MiB on one GPU per node), one
+ *     call per step covering both channels: count = 2 x 64 KiB / 4 always, so the last step
+ *     (12 valid bytes) carries stale padding from step 0 of the same slot;
+ *   - up to 8 calls in flight, a NULL request retried, the oldest tested; a slot is refilled only
+ *     after its call completed (NCCL's credit), the result read back only once test says done.
+ * Every (op) result must equal the rank-order reduction of every rank's data bit for bit. */
+#define NC_STEPS 8
+#define NC_CHANNELS 2
+#define NC_CHUNK ((size_t)64 << 10)
+#define NC_SLOT ((size_t)NC_CHANNELS * (512u << 10))
+
+static double nc_val(int rank, size_t i, int salt) { return (double)((i * 7 + (size_t)rank * 3 + (size_t)salt) % 4 + 1); }
+
+static void nccl_chain_allreduce(void *cc, int rank, strand_redop_t op, size_t count, int salt) {
+  size_t bytes = 2 * NC_STEPS * NC_SLOT, total = count * 4, per_call = NC_CHANNELS * NC_CHUNK;
+  size_t ncalls = (total + per_call - 1) / per_call;
+  char *region = malloc(bytes);
+  float *in = malloc(total), *out = malloc(total), *want = malloc(total);
+  void *smh = NULL, *rmh = NULL;
+  CHECK(region && in && out && want, "out of memory");
+  if (!region || !in || !out || !want) goto out;
+  memset(region, 0xFF, bytes); /* stale padding: NaN in every float */
+  CHECK(T->regMr(cc, region, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS &&
+        T->regMr(cc, region, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS,
+        "regMr of NCCL's shared region, twice");
+  for (size_t i = 0; i < count; i++) {
+    in[i] = (float)nc_val(rank, i, salt);
+    double acc = nc_val(0, i, salt);
+    for (int r = 1; r < g_nranks; r++) {
+      double v = nc_val(r, i, salt);
+      acc = op == STRAND_SUM ? acc + v : op == STRAND_PROD ? acc * v : op == STRAND_MAX ? (v > acc ? v : acc) : (v < acc ? v : acc);
+    }
+    want[i] = (float)acc;
+  }
+  memset(out, 0xCD, total);
+  void *reqs[NC_STEPS] = {0};
+  size_t issued = 0, done = 0;
+  bool staged = false;
+  for (long spins = 0; done < ncalls; spins++) {
+    if (issued < ncalls && issued < done + NC_STEPS) {
+      size_t k = issued, slot = k % NC_STEPS;
+      char *send = region + slot * NC_SLOT, *recv = region + (NC_STEPS + slot) * NC_SLOT;
+      if (!staged) { /* the "GPU" writes step k's valid bytes once; the padding stays stale */
+        size_t off = k * per_call, len = total - off < per_call ? total - off : per_call;
+        memcpy(send, (char *)in + off, len);
+        staged = true;
+      }
+      void *req = NULL;
+      strand_result_t rc = T->iallreduce(cc, send, recv, per_call / 4, STRAND_FLOAT32, op, smh, rmh, &req);
+      CHECK(rc == STRAND_SUCCESS, "rank %d: iallreduce step %zu returned %d", rank, k, (int)rc);
+      if (rc != STRAND_SUCCESS) break;
+      if (req) { /* NULL: the collComm is full, the same call is retried later */
+        reqs[slot] = req;
+        issued++;
+        staged = false;
+      }
+    }
+    if (done < issued) {
+      size_t slot = done % NC_STEPS;
+      int d = 0;
+      strand_result_t rc = T->test(reqs[slot], &d, NULL);
+      CHECK(rc == STRAND_SUCCESS, "rank %d: test(step %zu) returned %d", rank, done, (int)rc);
+      if (rc != STRAND_SUCCESS) break;
+      if (d) {
+        size_t off = done * per_call, len = total - off < per_call ? total - off : per_call;
+        memcpy((char *)out + off, region + (NC_STEPS + slot) * NC_SLOT, len);
+        reqs[slot] = NULL;
+        done++;
+      }
+    }
+    if (spins > 400000000L) {
+      CHECK(0, "rank %d: NCCL-shaped all-reduce stuck at %zu of %zu steps done", rank, done, ncalls);
+      break;
+    }
+  }
+  if (done == ncalls) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < count; i++)
+      if (memcmp(&out[i], &want[i], 4) != 0 && bad++ == 0) first = i;
+    CHECK(bad == 0, "rank %d/%d: NCCL-shaped iallreduce(float32, %s, %zu) wrong in %zu elements, first at %zu: "
+          "got %g expected %g", rank, g_nranks, strand_redop_name(op), count, bad, first, (double)out[first],
+          (double)want[first]);
+  }
+  if (smh) T->deregMr(cc, smh);
+  if (rmh) T->deregMr(cc, rmh);
+out:
+  free(region);
+  free(in);
+  free(out);
+  free(want);
+}
+
 static void *rank_main(void *arg) {
   int rank = (int)(intptr_t)arg, n = g_nranks;
   void *ctx = NULL, *lc = NULL, *cc = NULL;
@@ -372,6 +470,15 @@ static void *rank_main(void *arg) {
         "regMr of CUDA memory must be refused (host-only CollNet)");
   CHECK(T->deregMr(cc, dup) == STRAND_SUCCESS, "deregMr");
   CHECK(T->deregMr(cc, dup) != STRAND_SUCCESS, "deregMr of a stale handle must be refused");
+
+  /* The e2e driver's loop: float x {sum, prod, max, min} x {1, 1000, 262147}, salt + 1 each. */
+  {
+    const strand_redop_t ops[] = {STRAND_SUM, STRAND_PROD, STRAND_MAX, STRAND_MIN};
+    const size_t nccl_counts[] = {1, 1000, 262147};
+    int nsalt = 0;
+    for (int oi = 0; oi < 4; oi++)
+      for (int ci = 0; ci < 3; ci++) nccl_chain_allreduce(cc, rank, ops[oi], nccl_counts[ci], ++nsalt);
+  }
 
   int salt = 1;
   const size_t counts[] = {0, 1, 7, 4099, big};
@@ -496,8 +603,8 @@ int main(void) {
     }
   CHECK(nsup == 48, "48 (type, op) pairs supported, got %d", nsup);
 
-  const int sizes[] = {1, 2, 3, 5};
-  for (int si = 0; si < 4; si++) {
+  const int sizes[] = {1, 2, 3, 4, 5};
+  for (int si = 0; si < 5; si++) {
     g_nranks = sizes[si];
     pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
     pthread_t th[8];

@@ -185,6 +185,16 @@ static void *dev_alloc(size_t bytes) {
   return p;
 }
 
+/* Input staging for the checks, ordered on g_stream (issue 12). cudaMemcpy from pageable memory
+ * returns once the bytes are staged, before the DMA to the device lands, and cudaMemset is
+ * asynchronous; both run on the legacy stream, which a cudaStreamNonBlocking stream such as
+ * g_stream does not wait for. The collective could then read the previous test's input (seen
+ * under MPS as one rank's contribution from test salt-1 in every element). */
+static void to_device(void *dst, const void *src, size_t bytes) {
+  CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+  CUDA(cudaStreamSynchronize(g_stream));
+}
+
 static size_t g_check_counts[16] = {1, 1000, 262147, 4 << 20};
 static size_t g_ncheck_counts = 4;
 
@@ -207,8 +217,8 @@ static void run_checks(void) {
         size_t n = counts[ci], es = type_size(t);
         salt++;
         for (size_t i = 0; i < n; i++) put(hin, t, i, val(g_rank, i, salt));
-        CUDA(cudaMemcpy(dsend, hin, n * es, cudaMemcpyHostToDevice));
-        CUDA(cudaMemset(drecv, 0xff, n * es));
+        to_device(dsend, hin, n * es);
+        CUDA(cudaMemsetAsync(drecv, 0xff, n * es, g_stream));
         NCCL(ncclAllReduce(dsend, drecv, n, t, ops[oi], g_comm, g_stream));
         CUDA(cudaStreamSynchronize(g_stream));
         CUDA(cudaMemcpy(hout, drecv, n * es, cudaMemcpyDeviceToHost));
@@ -224,7 +234,7 @@ static void run_checks(void) {
     /* all-gather: n elements per rank */
     salt++;
     for (size_t i = 0; i < n; i++) put(hin, t, i, val(g_rank, i, salt));
-    CUDA(cudaMemcpy(dsend, hin, n * 4, cudaMemcpyHostToDevice));
+    to_device(dsend, hin, n * 4);
     NCCL(ncclAllGather(dsend, drecv, n, t, g_comm, g_stream));
     CUDA(cudaStreamSynchronize(g_stream));
     CUDA(cudaMemcpy(hout, drecv, n * 4 * (size_t)g_nranks, cudaMemcpyDeviceToHost));
@@ -234,7 +244,7 @@ static void run_checks(void) {
     /* reduce-scatter: n elements out per rank, sum */
     salt++;
     for (size_t i = 0; i < n * (size_t)g_nranks; i++) put(hin, t, i, val(g_rank, i, salt));
-    CUDA(cudaMemcpy(dsend, hin, n * 4 * (size_t)g_nranks, cudaMemcpyHostToDevice));
+    to_device(dsend, hin, n * 4 * (size_t)g_nranks);
     NCCL(ncclReduceScatter(dsend, drecv, n, t, ncclSum, g_comm, g_stream));
     CUDA(cudaStreamSynchronize(g_stream));
     CUDA(cudaMemcpy(hout, drecv, n * 4, cudaMemcpyDeviceToHost));
@@ -245,7 +255,7 @@ static void run_checks(void) {
     for (int root = 0; root < g_nranks; root++) {
       salt++;
       for (size_t i = 0; i < n; i++) put(hin, t, i, val(g_rank, i, salt));
-      CUDA(cudaMemcpy(dsend, hin, n * 4, cudaMemcpyHostToDevice));
+      to_device(dsend, hin, n * 4);
       NCCL(ncclBroadcast(dsend, drecv, n, t, root, g_comm, g_stream));
       CUDA(cudaStreamSynchronize(g_stream));
       CUDA(cudaMemcpy(hout, drecv, n * 4, cudaMemcpyDeviceToHost));
@@ -256,7 +266,7 @@ static void run_checks(void) {
     /* send/recv around the ring */
     salt++;
     for (size_t i = 0; i < n; i++) put(hin, t, i, val(g_rank, i, salt));
-    CUDA(cudaMemcpy(dsend, hin, n * 4, cudaMemcpyHostToDevice));
+    to_device(dsend, hin, n * 4);
     int to = (g_rank + 1) % g_nranks, from = (g_rank + g_nranks - 1) % g_nranks;
     NCCL(ncclGroupStart());
     NCCL(ncclSend(dsend, n, t, to, g_comm, g_stream));
@@ -270,7 +280,7 @@ static void run_checks(void) {
     /* all-to-all: block j of my input goes to rank j */
     salt++;
     for (size_t i = 0; i < n * (size_t)g_nranks; i++) put(hin, t, i, val(g_rank, i, salt));
-    CUDA(cudaMemcpy(dsend, hin, n * 4 * (size_t)g_nranks, cudaMemcpyHostToDevice));
+    to_device(dsend, hin, n * 4 * (size_t)g_nranks);
     NCCL(ncclGroupStart());
     for (int r = 0; r < g_nranks; r++) {
       NCCL(ncclSend((char *)dsend + (size_t)r * n * 4, n, t, r, g_comm, g_stream));
