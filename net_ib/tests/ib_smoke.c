@@ -73,6 +73,10 @@ static int post_recv(void *rc, int n, void **bufs, size_t *sizes, int *tags, voi
   return 0;
 }
 
+/* With this set, wait_both returns at the first error of either side (a fault on one QP: the other
+ * end may have nothing in flight that could notice it, as with NCCL's own transport). */
+static bool stop_on_first_error;
+
 /* test() both until done; returns 0, or the first error (results in *rs / *rr). */
 static int wait_both(void *sreq, void *rreq, int *ssize, int *rsizes, int *res_s, int *res_r) {
   double t0 = pt_now_s();
@@ -90,6 +94,7 @@ static int wait_both(void *sreq, void *rreq, int *ssize, int *rsizes, int *res_s
       if (r != STRAND_SUCCESS) *res_r = r, done = 1;
       if (done) rreq = NULL;
     }
+    if (stop_on_first_error && (*res_s || *res_r)) return 0;
     if (pt_now_s() - t0 > SMOKE_TIMEOUT_S) return PT_TIMEOUT;
   }
   return 0;
@@ -361,12 +366,22 @@ static int case_qperror(void) {
   PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
   double t0 = pt_now_s();
   int es = 0, er = 0;
+  stop_on_first_error = true;
   for (int i = 0; i < 1000 && !es && !er; i++) {
     void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr = NULL, *sr = NULL;
     size_t rsz[1] = {4096};
     int tags[1] = {0}, ss, rs[8];
     if ((er = post_recv(rc, 1, bufs, rsz, tags, mhs, &rr)) != 0) break;
-    if ((es = post_send(sc, sb, 4096, 0, smh, &sr)) != 0) break;
+    /* Post the send while watching the receive: a QP failed before the receive's clear-to-send
+     * went out leaves the sender nothing to notice, and the receive's error must end the wait. */
+    double t1 = pt_now_s();
+    while (!sr && !es && !er) {
+      es = net->isend(sc, sb, 4096, 0, smh, NULL, &sr);
+      int done = 0;
+      if (!sr && !es) er = net->test(rr, &done, rs), rr = done || er ? NULL : rr;
+      PT_CHECK(pt_now_s() - t1 < FAULT_BOUND_S, "neither side moved for %.0f s", FAULT_BOUND_S);
+    }
+    if (es || er) break;
     PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0, "hang after %d transfers", i);
   }
   double dt = pt_now_s() - t0;
