@@ -174,9 +174,9 @@ static void progress(ib_comm_t *c) {
 /* The OOB socket is closed by the peer when its process exits or it closes the comm: with
  * requests still pending, that is an error once the grace period has let in-flight completions
  * arrive. Checked every LIVENESS_PERIOD_MS only (a syscall). */
-static void check_liveness(ib_comm_t *c) {
+static void check_liveness(ib_comm_t *c, bool waiting) {
   uint64_t now = ib_now_ms();
-  if (c->outstanding == 0 || now < c->next_liveness_ms || c->fd < 0) return;
+  if ((c->outstanding == 0 && !waiting) || now < c->next_liveness_ms || c->fd < 0) return;
   c->next_liveness_ms = now + LIVENESS_PERIOD_MS;
   if (c->peer_closed_ms == 0) {
     char b;
@@ -188,7 +188,7 @@ static void check_liveness(ib_comm_t *c) {
     ib_comm_fail(c, STRAND_REMOTE_ERROR,
                  "the peer closed its connection with %d request(s) pending (its process exited "
                  "or it closed the comm)",
-                 c->outstanding);
+                 c->outstanding + (waiting ? 1 : 0));
 }
 
 static void check_ports(ib_comm_t *c) {
@@ -315,8 +315,12 @@ strand_result_t ib_isend(void *sendComm, void *data, size_t size, int tag, void 
   ib_group_t *g = &c->groups[slot];
   uint64_t seen = __atomic_load_n(&cts->seq, __ATOMIC_ACQUIRE);
   if (seen != c->cts_seq + 1 || (g->active && g->seq != c->cts_seq)) {
-    progress(c); /* no clear-to-send yet, or its slot still busy: reap completions, retry later */
-    return STRAND_SUCCESS;
+    /* No clear-to-send yet, or its slot still busy: reap completions and retry later. A sender
+     * waiting here has no request test() could fail, so a dead receiver is noticed here. */
+    progress(c);
+    check_ports(c);
+    check_liveness(c, true);
+    return (strand_result_t)atomic_load(&c->failed);
   }
   if (!g->active) {
     if (cts->n < 1 || cts->n > IB_MAX_RECVS) {
@@ -501,7 +505,7 @@ strand_result_t ib_test(void *request, int *done, int *sizes) {
     progress(c);
     if (!r->done) {
       check_ports(c);
-      check_liveness(c);
+      check_liveness(c, false);
       int failed = atomic_load(&c->failed);
       if (!failed) return STRAND_SUCCESS;
       r->result = (strand_result_t)failed;

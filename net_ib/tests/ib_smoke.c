@@ -9,6 +9,7 @@
  *       qperror    SOFTVERBS_FAIL_QP_AFTER: transfers fail, the WARN names the QP and event
  *       rkey       the receive buffer is deregistered before the data lands: remote access error
  *       peerkill   the sending process is SIGKILLed: the pending receive fails
+ *       peerkill-send  the receiving process is SIGKILLed: the sender waiting in isend fails
  *     Each fault must give an error from test() within FAULT_BOUND_S, never a hang.
  *
  * Exit status 0 only if every case passed; 77 (skip) when the plugin offers no device. */
@@ -444,6 +445,69 @@ static int peer_child(const char *hex) {
   return 0;
 }
 
+/* Child of peerkill-send: listen, print the handle (hex), accept, say "up", wait to be killed. */
+static int peer_child_recv(void) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *rc = NULL;
+  if (net->listen(ctx, 0, handle, &lc) != STRAND_SUCCESS) return 1;
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++) printf("%02x", (unsigned char)handle[i]);
+  printf("\n");
+  fflush(stdout);
+  double t0 = pt_now_s();
+  while (!rc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    if (net->accept(lc, &rc, NULL) != STRAND_SUCCESS) return 1;
+  if (!rc) return 1;
+  printf("up\n");
+  fflush(stdout);
+  sleep(60);
+  return 0;
+}
+
+/* The receiving process is SIGKILLed while this side waits in isend for a clear-to-send that will
+ * never come (no request exists yet): isend itself must return an error within the bound. */
+static int case_peerkill_send(const char *self, const char *plugin) {
+  int fds[2];
+  PT_CHECK(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(self, self, plugin, "peer_child_recv", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *in = fdopen(fds[0], "r");
+  char hex[2 * STRAND_NET_HANDLE_MAXSIZE + 8] = "", up[8] = "";
+  PT_CHECK(in && fgets(hex, sizeof hex, in) && strlen(hex) >= 2 * STRAND_NET_HANDLE_MAXSIZE,
+           "child handle");
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++) sscanf(hex + 2 * i, "%2hhx", &handle[i]);
+  void *sc = NULL;
+  double t0 = pt_now_s();
+  while (!sc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    PT_CHECK(net->connect(ctx, 0, handle, &sc, NULL) == STRAND_SUCCESS, "connect");
+  PT_CHECK(sc && fgets(up, sizeof up, in) && !strncmp(up, "up", 2), "child not up");
+  char *sb = malloc(4096);
+  void *smh, *sr = NULL;
+  PT_CHECK(net->regMr(sc, sb, 4096, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  t0 = pt_now_s();
+  int r = STRAND_SUCCESS;
+  while (r == STRAND_SUCCESS && !sr && pt_now_s() - t0 < FAULT_BOUND_S + 5)
+    r = net->isend(sc, sb, 4096, 0, smh, NULL, &sr);
+  double dt = pt_now_s() - t0;
+  PT_CHECK(r != STRAND_SUCCESS && !sr, "isend: result %d request %p after the receiver died", r, sr);
+  PT_CHECK(dt <= FAULT_BOUND_S, "error after %.1f s", dt);
+  PT_CHECK(strstr(last_warn, "peer"), "WARN: %s", last_warn);
+  printf("  isend error %d after %.2f s: %s\n", r, dt, last_warn);
+  net->deregMr(sc, smh);
+  free(sb);
+  net->closeSend(sc);
+  fclose(in);
+  return 0;
+}
+
 static int case_peerkill(const char *self, const char *plugin) {
   char handle[STRAND_NET_HANDLE_MAXSIZE], hex[2 * STRAND_NET_HANDLE_MAXSIZE + 1];
   void *lc = NULL, *rc = NULL;
@@ -498,6 +562,7 @@ int main(int argc, char **argv) {
   }
   const char *which = argc > 2 ? argv[2] : "all";
   if (!strcmp(which, "peer_child")) return argc > 3 ? peer_child(argv[3]) : 2;
+  if (!strcmp(which, "peer_child_recv")) return peer_child_recv();
   int ndev = 0;
   net->devices(&ndev);
   if (ndev == 0) {
@@ -519,6 +584,11 @@ int main(int argc, char **argv) {
     ran = 1;
     printf("case peerkill\n");
     if (case_peerkill(argv[0], argv[1]) != 0) printf("FAIL peerkill\n");
+  }
+  if (!strcmp(which, "peerkill-send")) {
+    ran = 1;
+    printf("case peerkill-send\n");
+    if (case_peerkill_send(argv[0], argv[1]) != 0) printf("FAIL peerkill-send\n");
   }
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (strcmp(which, cases[i].name) && !(cases[i].in_all && !strcmp(which, "all"))) continue;
