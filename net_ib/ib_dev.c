@@ -417,6 +417,7 @@ strand_result_t ib_dev_add_virtual(const int *members, int n, int *out) {
   ib_dev_t *v = &devs[ndevs];
   memset(v, 0, sizeof *v);
   v->is_virtual = true;
+  char name[sizeof v->name] = ""; /* built aside: the members' names live in the same array */
   size_t len = 0;
   for (int i = 0; i < n; i++) {
     int m = members[i];
@@ -433,10 +434,10 @@ strand_result_t ib_dev_add_virtual(const int *members, int n, int *out) {
       }
     v->rails[i] = m;
     v->speed_mbps += devs[m].speed_mbps;
-    len += (size_t)snprintf(v->name + len, sizeof v->name - len, "%s%s", i ? "+" : "",
-                            devs[m].name);
-    if (len >= sizeof v->name) len = sizeof v->name - 1;
+    len += (size_t)snprintf(name + len, sizeof name - len, "%s%s", i ? "+" : "", devs[m].name);
+    if (len >= sizeof name) len = sizeof name - 1;
   }
+  memcpy(v->name, name, sizeof name);
   v->nrails = n;
   v->guid = devs[members[0]].guid;
   v->max_msg = devs[members[0]].max_msg;
