@@ -607,6 +607,7 @@ failed:
  * ERROR (logged; the caller drops it). */
 static strand_sock_status_t accept_step(ib_listen_t *lc, ib_setup_t *s) {
   const char *fail = NULL;
+  char why[128]; /* `fail` may point here: it must outlive the blocks below */
   if (s->stage == ST_RECV_INFO) {
     strand_sock_status_t st = move(s, false, &s->in, sizeof s->in);
     if (st == STRAND_SOCK_ERROR) {
@@ -614,7 +615,6 @@ static strand_sock_status_t accept_step(ib_listen_t *lc, ib_setup_t *s) {
       goto failed;
     }
     if (st != STRAND_SOCK_DONE) goto wait;
-    char why[128];
     if (!info_valid(&s->in, why, sizeof why)) {
       fail = why;
       goto failed;
