@@ -878,7 +878,7 @@ static uint64_t timers(sv_context_t *c)
       }
       uint64_t bound = sv_qp_retry_bound_ns(qp);
       if (qp->qp.state == IBV_QPS_RTS && qp->sq_head < qp->sq_tail && bound != UINT64_MAX) {
-        if (now - qp->req_progress > bound) {
+        if (qp->req_progress < now && now - qp->req_progress > bound) {
           sv_log("QP %#x: no progress from peer %s QP %#x for %llu ms (timeout %u, retry_cnt %u):"
                  " retry exceeded",
                  qp->qp.qp_num, inet_ntoa(qp->peer.sin_addr), qp->attr.dest_qp_num,
