@@ -42,7 +42,7 @@ typedef struct sv_conn {
   enum sv_action action;
   enum ibv_wc_status nak_status;
   /* responder */
-  bool parked, nakked, close_after_tx;
+  bool parked, nakked;
   uint64_t park_deadline;
   sv_resp_t *txq, *txq_tail;
 } sv_conn_t;
@@ -83,6 +83,10 @@ static void conn_close(sv_context_t *c, sv_conn_t *k)
   if (!k || k->dead) return;
   k->dead = true;
   epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+  /* Closing with unread bytes makes TCP send a reset, which can destroy what the peer has not
+   * read yet (a NAK, the last ACKs): read what already arrived first (bounded). */
+  for (int i = 0; i < 64 && recv(k->fd, c->scratch, sizeof(c->scratch), MSG_DONTWAIT) > 0; i++) {
+  }
   close(k->fd);
   k->fd = -1;
   while (k->txq) {
@@ -95,10 +99,12 @@ static void conn_close(sv_context_t *c, sv_conn_t *k)
     if (k->qp->resp == k) k->qp->resp = NULL;
     k->qp = NULL;
   }
-  for (sv_conn_t **p = &c->pending; *p; p = &(*p)->next) {
-    if (*p == k) {
-      *p = k->next;
-      break;
+  for (sv_conn_t **list = &c->pending; list; list = list == &c->pending ? &c->orphans : NULL) {
+    for (sv_conn_t **p = list; *p; p = &(*p)->next) {
+      if (*p == k) {
+        *p = k->next;
+        break;
+      }
     }
   }
   k->next = c->grave;
@@ -174,10 +180,6 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     }
   }
   if (k->dead) return;
-  if (k->close_after_tx) {
-    conn_close(c, k);
-    return;
-  }
   conn_events(c, k, k->parked ? 0 : EPOLLIN);
 }
 
@@ -561,11 +563,14 @@ static void resp_fail(sv_context_t *c, sv_conn_t *k, enum ibv_wc_status nak,
 {
   sv_qp_t *qp = k->qp;
   k->nakked = true;
-  k->close_after_tx = true;
   send_nak(c, k, k->hdr.psn, nak);
   if (qp) {
-    qp->resp = NULL; /* keep the stream open until the NAK is out */
+    /* The stream stays open, discarding, until the requester closes it: closing here with its
+     * later requests unread would send a TCP RST that can destroy the NAK in flight. */
+    qp->resp = NULL;
     k->qp = NULL;
+    k->next = c->orphans;
+    c->orphans = k;
     sv_qp_set_error(qp, IBV_WC_WR_FLUSH_ERR);
     sv_async_event(c, ev, &qp->qp);
   }
@@ -934,12 +939,30 @@ static void handle(sv_context_t *c, sv_conn_t *k, uint32_t ev)
   }
 }
 
+/* Handles one batch of ready sockets; under c->lock. */
+static void dispatch(sv_context_t *c, struct epoll_event *evs, int n)
+{
+  for (int i = 0; i < n; i++) {
+    void *p = evs[i].data.ptr;
+    if (p == NULL) {
+      uint64_t v;
+      (void)!read(c->wakefd, &v, sizeof(v));
+    } else if (p == (void *)c) {
+      accept_all(c);
+    } else {
+      handle(c, p, evs[i].events);
+    }
+  }
+}
+
 static void *progress(void *arg)
 {
   sv_context_t *c = arg;
   struct epoll_event evs[64];
   pthread_mutex_lock(&c->lock);
   while (!c->stop) {
+    /* Closed connections are freed only here, before this thread asks for new events: a batch
+     * being handled (here or in sv_transport_poll) may still point at them. */
     while (c->grave) {
       sv_conn_t *k = c->grave;
       c->grave = k->next;
@@ -951,20 +974,29 @@ static void *progress(void *arg)
     pthread_mutex_unlock(&c->lock);
     int n = epoll_wait(c->epfd, evs, 64, ms);
     pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < n; i++) {
-      void *p = evs[i].data.ptr;
-      if (p == NULL) {
-        uint64_t v;
-        (void)!read(c->wakefd, &v, sizeof(v));
-      } else if (p == (void *)c) {
-        accept_all(c);
-      } else {
-        handle(c, p, evs[i].events);
-      }
-    }
+    dispatch(c, evs, n);
   }
   pthread_mutex_unlock(&c->lock);
   return NULL;
+}
+
+/* An application polling an empty CQ lends its thread to the transport: on a busy host a
+ * spinning poller would otherwise starve the progress thread (a NIC needs no host CPU; this
+ * emulation does). Never blocks: skipped when the progress thread holds the lock. */
+void sv_transport_poll(sv_context_t *c)
+{
+  if (pthread_mutex_trylock(&c->lock) != 0) return;
+  struct epoll_event evs[16];
+  int n = c->stop ? 0 : epoll_wait(c->epfd, evs, 16, 0);
+  if (n > 0) dispatch(c, evs, n);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void sv_transport_kick(sv_qp_t *qp)
+{
+  if (qp->req_state == SV_REQ_UP && qp->req && !(qp->req->events & EPOLLOUT))
+    req_tx(qp->sctx, qp);
+  if (qp->sq_tx < qp->sq_tail) sv_transport_wake(qp->sctx);
 }
 
 int sv_transport_start(sv_context_t *c)
@@ -1011,6 +1043,7 @@ void sv_transport_stop(sv_context_t *c)
   for (int i = 0; i < SV_QPS_PER_CTX; i++)
     if (c->qps[i]) sv_transport_qp_close(c->qps[i]);
   while (c->pending) conn_close(c, c->pending);
+  while (c->orphans) conn_close(c, c->orphans);
   while (c->grave) {
     sv_conn_t *k = c->grave;
     c->grave = k->next;
@@ -1039,7 +1072,7 @@ void sv_transport_qp_close(sv_qp_t *qp)
 {
   sv_context_t *c = qp->sctx;
   conn_close(c, qp->req);
-  if (qp->resp && !qp->resp->close_after_tx) conn_close(c, qp->resp);
+  conn_close(c, qp->resp);
   qp->req = NULL;
   qp->resp = NULL;
   qp->req_state = SV_REQ_IDLE;
@@ -1049,5 +1082,5 @@ void sv_transport_qp_close(sv_qp_t *qp)
 
 void sv_transport_recv_posted(sv_qp_t *qp)
 {
-  if (qp->resp && qp->resp->parked) sv_transport_wake(qp->sctx);
+  if (qp->resp && qp->resp->parked) resp_unpark(qp->sctx, qp->resp);
 }
