@@ -39,6 +39,8 @@ typedef struct sv_conn {
   uint64_t left;
   struct iovec iov[SV_MAX_SGE];
   int niov, iov_i;
+  uint8_t *rxbuf; /* staging buffer, SV_RXBUF bytes; [rpos, rend) not yet parsed */
+  uint32_t rpos, rend;
   enum sv_action action;
   enum ibv_wc_status nak_status;
   /* responder */
@@ -183,27 +185,88 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
   conn_events(c, k, k->parked ? 0 : EPOLLIN);
 }
 
+/* Receive side: small messages are read through a per-connection staging buffer (one recv()
+ * usually brings several whole requests or responses); a large payload with nothing staged goes
+ * straight from the socket into its destination (registered memory) without a staging copy. */
+#define SV_RXBUF (64u << 10)
+#define SV_DIRECT_MIN (16u << 10)
+
+/* Refills the staging buffer: >0 bytes, 0 would block, -1 EOF/error. */
+static int rx_fill(sv_conn_t *k)
+{
+  if (!k->rxbuf) {
+    k->rxbuf = malloc(SV_RXBUF);
+    if (!k->rxbuf) return -1;
+  }
+  if (k->rpos == k->rend) k->rpos = k->rend = 0;
+  for (;;) {
+    ssize_t r = recv(k->fd, k->rxbuf + k->rend, SV_RXBUF - k->rend, 0);
+    if (r > 0) {
+      k->rend += (uint32_t)r;
+      return 1;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+  }
+}
+
 /* Reads the header (returns true when complete), false on would-block; *eof on EOF/error. */
 static bool rx_header(sv_conn_t *k, bool *eof)
 {
   while (k->hdr_got < sizeof(sv_hdr_t)) {
-    ssize_t r = recv(k->fd, (char *)&k->hdr + k->hdr_got, sizeof(sv_hdr_t) - k->hdr_got, 0);
-    if (r > 0) {
-      k->hdr_got += (size_t)r;
+    uint32_t avail = k->rend - k->rpos;
+    if (avail) {
+      uint32_t t = (uint32_t)(sizeof(sv_hdr_t) - k->hdr_got);
+      if (t > avail) t = avail;
+      memcpy((char *)&k->hdr + k->hdr_got, k->rxbuf + k->rpos, t);
+      k->rpos += t;
+      k->hdr_got += t;
       continue;
     }
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    *eof = true;
-    return false;
+    int r = rx_fill(k);
+    if (r == 0) return false;
+    if (r < 0) {
+      *eof = true;
+      return false;
+    }
   }
   return true;
 }
 
-/* Receives the payload straight into its destination; 1 done, 0 would block, -1 EOF/error. */
+/* Moves n bytes of payload into the destination iovecs (or drops them when discarding). */
+static void rx_consume(sv_conn_t *k, const uint8_t *src, size_t n)
+{
+  k->left -= n;
+  if (k->discard) return;
+  while (n > 0 && k->iov_i < k->niov) {
+    struct iovec *x = &k->iov[k->iov_i];
+    size_t t = n < x->iov_len ? n : x->iov_len;
+    if (src) memcpy(x->iov_base, src, t);
+    src = src ? src + t : NULL;
+    x->iov_base = (char *)x->iov_base + t;
+    x->iov_len -= t;
+    n -= t;
+    if (x->iov_len == 0) k->iov_i++;
+  }
+}
+
+/* Receives the payload into its destination; 1 done, 0 would block, -1 EOF/error. */
 static int rx_payload(sv_context_t *c, sv_conn_t *k)
 {
   while (k->left > 0) {
+    uint32_t avail = k->rend - k->rpos;
+    if (avail) {
+      size_t t = k->left < avail ? (size_t)k->left : avail;
+      rx_consume(k, k->rxbuf + k->rpos, t);
+      k->rpos += (uint32_t)t;
+      continue;
+    }
+    if (k->left < SV_DIRECT_MIN) {
+      int r = rx_fill(k);
+      if (r <= 0) return r;
+      continue;
+    }
     struct iovec v[SV_MAX_SGE];
     int n = 0;
     if (k->discard) {
@@ -220,18 +283,7 @@ static int rx_payload(sv_context_t *c, sv_conn_t *k)
       if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
       return -1;
     }
-    k->left -= (uint64_t)r;
-    if (!k->discard) {
-      size_t got = (size_t)r;
-      while (got > 0 && k->iov_i < k->niov) {
-        struct iovec *x = &k->iov[k->iov_i];
-        size_t t = got < x->iov_len ? got : x->iov_len;
-        x->iov_base = (char *)x->iov_base + t;
-        x->iov_len -= t;
-        got -= t;
-        if (x->iov_len == 0) k->iov_i++;
-      }
-    }
+    rx_consume(k, NULL, (size_t)r);
     if (k->qp) k->qp->req_progress = sv_now_ns();
   }
   return 1;
@@ -966,6 +1018,7 @@ static void *progress(void *arg)
     while (c->grave) {
       sv_conn_t *k = c->grave;
       c->grave = k->next;
+      free(k->rxbuf);
       free(k);
     }
     uint64_t next = timers(c);
@@ -1047,6 +1100,7 @@ void sv_transport_stop(sv_context_t *c)
   while (c->grave) {
     sv_conn_t *k = c->grave;
     c->grave = k->next;
+    free(k->rxbuf);
     free(k);
   }
   pthread_mutex_unlock(&c->lock);
