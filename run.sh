@@ -16,8 +16,10 @@ BUILD_DIR=${STRAND_BUILD_DIR:-build}
 # Debian packages the build and the tests need. Optional parts (libfabric, verbs headers) are
 # listed too: on a machine where they cannot be installed, meson skips those parts and says so.
 # debhelper, dpkg-dev and lintian: the Debian package build test (tests/packaging/debian_packages.sh).
+# ibverbs-utils: rdma-core's ibv_devices/ibv_devinfo/ibv_rc_pingpong, run unmodified over
+# tests/softverbs by its ibverbs-utils and two-namespaces tests.
 PACKAGES=(gcc pkg-config meson ninja-build python3 libcmocka-dev libfabric-dev libfabric-bin
-          libibverbs-dev iproute2 binutils procps debhelper dpkg-dev lintian)
+          libibverbs-dev ibverbs-utils iproute2 binutils procps debhelper dpkg-dev lintian)
 
 ensure_packages() {
   local missing=()

@@ -95,6 +95,7 @@ typedef struct sv_context {
   int listen_fd;
   uint16_t listen_port;
   struct sv_conn *pending; /* accepted, waiting for the hello */
+  struct sv_conn *orphans; /* responder streams of failed QPs, draining until the peer closes */
   struct sv_conn *grave;   /* closed, freed at the top of the next loop (handlers may hold them) */
   uint8_t scratch[65536];  /* sink for payloads that are refused */
   struct sv_qp *qps[SV_QPS_PER_CTX];
@@ -220,5 +221,7 @@ void sv_transport_wake(sv_context_t *c);
 void sv_transport_qp_rts(sv_qp_t *qp);
 void sv_transport_qp_close(sv_qp_t *qp);
 void sv_transport_recv_posted(sv_qp_t *qp);
+void sv_transport_kick(sv_qp_t *qp);      /* after a post: transmit now if the stream is up */
+void sv_transport_poll(sv_context_t *c);  /* called without the lock by an idle poll_cq */
 
 #endif

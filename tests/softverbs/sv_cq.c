@@ -144,6 +144,16 @@ int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
     cq->count--;
   }
   pthread_mutex_unlock(&cq->lock);
+  if (got == 0) {
+    sv_transport_poll(sv_ctx(ibcq->context));
+    pthread_mutex_lock(&cq->lock);
+    while (got < n && cq->count > 0) {
+      wc[got++] = cq->ring[cq->head];
+      cq->head = (cq->head + 1) % cq->cap;
+      cq->count--;
+    }
+    pthread_mutex_unlock(&cq->lock);
+  }
   return got;
 }
 

@@ -441,7 +441,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
   if (rc && bad) *bad = wr;
   if (was_idle && qp->sq_tx < qp->sq_tail) {
     qp->req_progress = sv_now_ns(); /* the retry bound counts from when there is work */
-    sv_transport_wake(c);
+  }
+  if (qp->sq_tx < qp->sq_tail && ibqp->state == IBV_QPS_RTS) {
+    sv_transport_kick(qp);
   }
   pthread_mutex_unlock(&c->lock);
   return rc;

@@ -39,10 +39,12 @@ typedef struct sv_conn {
   uint64_t left;
   struct iovec iov[SV_MAX_SGE];
   int niov, iov_i;
+  uint8_t *rxbuf; /* staging buffer, SV_RXBUF bytes; [rpos, rend) not yet parsed */
+  uint32_t rpos, rend;
   enum sv_action action;
   enum ibv_wc_status nak_status;
   /* responder */
-  bool parked, nakked, close_after_tx;
+  bool parked, nakked;
   uint64_t park_deadline;
   sv_resp_t *txq, *txq_tail;
 } sv_conn_t;
@@ -83,6 +85,10 @@ static void conn_close(sv_context_t *c, sv_conn_t *k)
   if (!k || k->dead) return;
   k->dead = true;
   epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+  /* Closing with unread bytes makes TCP send a reset, which can destroy what the peer has not
+   * read yet (a NAK, the last ACKs): read what already arrived first (bounded). */
+  for (int i = 0; i < 64 && recv(k->fd, c->scratch, sizeof(c->scratch), MSG_DONTWAIT) > 0; i++) {
+  }
   close(k->fd);
   k->fd = -1;
   while (k->txq) {
@@ -95,10 +101,12 @@ static void conn_close(sv_context_t *c, sv_conn_t *k)
     if (k->qp->resp == k) k->qp->resp = NULL;
     k->qp = NULL;
   }
-  for (sv_conn_t **p = &c->pending; *p; p = &(*p)->next) {
-    if (*p == k) {
-      *p = k->next;
-      break;
+  for (sv_conn_t **list = &c->pending; list; list = list == &c->pending ? &c->orphans : NULL) {
+    for (sv_conn_t **p = list; *p; p = &(*p)->next) {
+      if (*p == k) {
+        *p = k->next;
+        break;
+      }
     }
   }
   k->next = c->grave;
@@ -174,34 +182,91 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     }
   }
   if (k->dead) return;
-  if (k->close_after_tx) {
-    conn_close(c, k);
-    return;
-  }
   conn_events(c, k, k->parked ? 0 : EPOLLIN);
+}
+
+/* Receive side: small messages are read through a per-connection staging buffer (one recv()
+ * usually brings several whole requests or responses); a large payload with nothing staged goes
+ * straight from the socket into its destination (registered memory) without a staging copy. */
+#define SV_RXBUF (64u << 10)
+#define SV_DIRECT_MIN (16u << 10)
+
+/* Refills the staging buffer: >0 bytes, 0 would block, -1 EOF/error. */
+static int rx_fill(sv_conn_t *k)
+{
+  if (!k->rxbuf) {
+    k->rxbuf = malloc(SV_RXBUF);
+    if (!k->rxbuf) return -1;
+  }
+  if (k->rpos == k->rend) k->rpos = k->rend = 0;
+  for (;;) {
+    ssize_t r = recv(k->fd, k->rxbuf + k->rend, SV_RXBUF - k->rend, 0);
+    if (r > 0) {
+      k->rend += (uint32_t)r;
+      return 1;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -1;
+  }
 }
 
 /* Reads the header (returns true when complete), false on would-block; *eof on EOF/error. */
 static bool rx_header(sv_conn_t *k, bool *eof)
 {
   while (k->hdr_got < sizeof(sv_hdr_t)) {
-    ssize_t r = recv(k->fd, (char *)&k->hdr + k->hdr_got, sizeof(sv_hdr_t) - k->hdr_got, 0);
-    if (r > 0) {
-      k->hdr_got += (size_t)r;
+    uint32_t avail = k->rend - k->rpos;
+    if (avail) {
+      uint32_t t = (uint32_t)(sizeof(sv_hdr_t) - k->hdr_got);
+      if (t > avail) t = avail;
+      memcpy((char *)&k->hdr + k->hdr_got, k->rxbuf + k->rpos, t);
+      k->rpos += t;
+      k->hdr_got += t;
       continue;
     }
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    *eof = true;
-    return false;
+    int r = rx_fill(k);
+    if (r == 0) return false;
+    if (r < 0) {
+      *eof = true;
+      return false;
+    }
   }
   return true;
 }
 
-/* Receives the payload straight into its destination; 1 done, 0 would block, -1 EOF/error. */
+/* Moves n bytes of payload into the destination iovecs (or drops them when discarding). */
+static void rx_consume(sv_conn_t *k, const uint8_t *src, size_t n)
+{
+  k->left -= n;
+  if (k->discard) return;
+  while (n > 0 && k->iov_i < k->niov) {
+    struct iovec *x = &k->iov[k->iov_i];
+    size_t t = n < x->iov_len ? n : x->iov_len;
+    if (src) memcpy(x->iov_base, src, t);
+    src = src ? src + t : NULL;
+    x->iov_base = (char *)x->iov_base + t;
+    x->iov_len -= t;
+    n -= t;
+    if (x->iov_len == 0) k->iov_i++;
+  }
+}
+
+/* Receives the payload into its destination; 1 done, 0 would block, -1 EOF/error. */
 static int rx_payload(sv_context_t *c, sv_conn_t *k)
 {
   while (k->left > 0) {
+    uint32_t avail = k->rend - k->rpos;
+    if (avail) {
+      size_t t = k->left < avail ? (size_t)k->left : avail;
+      rx_consume(k, k->rxbuf + k->rpos, t);
+      k->rpos += (uint32_t)t;
+      continue;
+    }
+    if (k->left < SV_DIRECT_MIN) {
+      int r = rx_fill(k);
+      if (r <= 0) return r;
+      continue;
+    }
     struct iovec v[SV_MAX_SGE];
     int n = 0;
     if (k->discard) {
@@ -218,18 +283,7 @@ static int rx_payload(sv_context_t *c, sv_conn_t *k)
       if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
       return -1;
     }
-    k->left -= (uint64_t)r;
-    if (!k->discard) {
-      size_t got = (size_t)r;
-      while (got > 0 && k->iov_i < k->niov) {
-        struct iovec *x = &k->iov[k->iov_i];
-        size_t t = got < x->iov_len ? got : x->iov_len;
-        x->iov_base = (char *)x->iov_base + t;
-        x->iov_len -= t;
-        got -= t;
-        if (x->iov_len == 0) k->iov_i++;
-      }
-    }
+    rx_consume(k, NULL, (size_t)r);
     if (k->qp) k->qp->req_progress = sv_now_ns();
   }
   return 1;
@@ -561,11 +615,14 @@ static void resp_fail(sv_context_t *c, sv_conn_t *k, enum ibv_wc_status nak,
 {
   sv_qp_t *qp = k->qp;
   k->nakked = true;
-  k->close_after_tx = true;
   send_nak(c, k, k->hdr.psn, nak);
   if (qp) {
-    qp->resp = NULL; /* keep the stream open until the NAK is out */
+    /* The stream stays open, discarding, until the requester closes it: closing here with its
+     * later requests unread would send a TCP RST that can destroy the NAK in flight. */
+    qp->resp = NULL;
     k->qp = NULL;
+    k->next = c->orphans;
+    c->orphans = k;
     sv_qp_set_error(qp, IBV_WC_WR_FLUSH_ERR);
     sv_async_event(c, ev, &qp->qp);
   }
@@ -878,7 +935,7 @@ static uint64_t timers(sv_context_t *c)
       }
       uint64_t bound = sv_qp_retry_bound_ns(qp);
       if (qp->qp.state == IBV_QPS_RTS && qp->sq_head < qp->sq_tail && bound != UINT64_MAX) {
-        if (now - qp->req_progress > bound) {
+        if (qp->req_progress < now && now - qp->req_progress > bound) {
           sv_log("QP %#x: no progress from peer %s QP %#x for %llu ms (timeout %u, retry_cnt %u):"
                  " retry exceeded",
                  qp->qp.qp_num, inet_ntoa(qp->peer.sin_addr), qp->attr.dest_qp_num,
@@ -934,15 +991,34 @@ static void handle(sv_context_t *c, sv_conn_t *k, uint32_t ev)
   }
 }
 
+/* Handles one batch of ready sockets; under c->lock. */
+static void dispatch(sv_context_t *c, struct epoll_event *evs, int n)
+{
+  for (int i = 0; i < n; i++) {
+    void *p = evs[i].data.ptr;
+    if (p == NULL) {
+      uint64_t v;
+      (void)!read(c->wakefd, &v, sizeof(v));
+    } else if (p == (void *)c) {
+      accept_all(c);
+    } else {
+      handle(c, p, evs[i].events);
+    }
+  }
+}
+
 static void *progress(void *arg)
 {
   sv_context_t *c = arg;
   struct epoll_event evs[64];
   pthread_mutex_lock(&c->lock);
   while (!c->stop) {
+    /* Closed connections are freed only here, before this thread asks for new events: a batch
+     * being handled (here or in sv_transport_poll) may still point at them. */
     while (c->grave) {
       sv_conn_t *k = c->grave;
       c->grave = k->next;
+      free(k->rxbuf);
       free(k);
     }
     uint64_t next = timers(c);
@@ -951,20 +1027,29 @@ static void *progress(void *arg)
     pthread_mutex_unlock(&c->lock);
     int n = epoll_wait(c->epfd, evs, 64, ms);
     pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < n; i++) {
-      void *p = evs[i].data.ptr;
-      if (p == NULL) {
-        uint64_t v;
-        (void)!read(c->wakefd, &v, sizeof(v));
-      } else if (p == (void *)c) {
-        accept_all(c);
-      } else {
-        handle(c, p, evs[i].events);
-      }
-    }
+    dispatch(c, evs, n);
   }
   pthread_mutex_unlock(&c->lock);
   return NULL;
+}
+
+/* An application polling an empty CQ lends its thread to the transport: on a busy host a
+ * spinning poller would otherwise starve the progress thread (a NIC needs no host CPU; this
+ * emulation does). Never blocks: skipped when the progress thread holds the lock. */
+void sv_transport_poll(sv_context_t *c)
+{
+  if (pthread_mutex_trylock(&c->lock) != 0) return;
+  struct epoll_event evs[16];
+  int n = c->stop ? 0 : epoll_wait(c->epfd, evs, 16, 0);
+  if (n > 0) dispatch(c, evs, n);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void sv_transport_kick(sv_qp_t *qp)
+{
+  if (qp->req_state == SV_REQ_UP && qp->req && !(qp->req->events & EPOLLOUT))
+    req_tx(qp->sctx, qp);
+  if (qp->sq_tx < qp->sq_tail) sv_transport_wake(qp->sctx);
 }
 
 int sv_transport_start(sv_context_t *c)
@@ -1011,9 +1096,11 @@ void sv_transport_stop(sv_context_t *c)
   for (int i = 0; i < SV_QPS_PER_CTX; i++)
     if (c->qps[i]) sv_transport_qp_close(c->qps[i]);
   while (c->pending) conn_close(c, c->pending);
+  while (c->orphans) conn_close(c, c->orphans);
   while (c->grave) {
     sv_conn_t *k = c->grave;
     c->grave = k->next;
+    free(k->rxbuf);
     free(k);
   }
   pthread_mutex_unlock(&c->lock);
@@ -1039,7 +1126,7 @@ void sv_transport_qp_close(sv_qp_t *qp)
 {
   sv_context_t *c = qp->sctx;
   conn_close(c, qp->req);
-  if (qp->resp && !qp->resp->close_after_tx) conn_close(c, qp->resp);
+  conn_close(c, qp->resp);
   qp->req = NULL;
   qp->resp = NULL;
   qp->req_state = SV_REQ_IDLE;
@@ -1049,5 +1136,5 @@ void sv_transport_qp_close(sv_qp_t *qp)
 
 void sv_transport_recv_posted(sv_qp_t *qp)
 {
-  if (qp->resp && qp->resp->parked) sv_transport_wake(qp->sctx);
+  if (qp->resp && qp->resp->parked) resp_unpark(qp->sctx, qp->resp);
 }

@@ -2,7 +2,10 @@
  * target posts nothing), WRITE_WITH_IMM (consumes a receive, RECV_RDMA_WITH_IMM + imm_data),
  * RDMA READ, unsignaled WRs, completion-channel events, and the data on both sides. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,9 +156,47 @@ static int initiator(int fd)
   return 0;
 }
 
-int main(void)
+/* Across hosts (network namespaces): the out-of-band exchange runs over TCP instead of a
+ * socketpair. --listen PORT runs the target, --connect IP:PORT the initiator. */
+static int oob_socket(const char *mode, const char *arg)
+{
+  if (strcmp(mode, "--listen") == 0) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(arg))};
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1)) return -1;
+    int fd = accept(l, NULL, NULL);
+    close(l);
+    return fd;
+  }
+  char host[64];
+  snprintf(host, sizeof(host), "%s", arg);
+  char *colon = strchr(host, ':');
+  if (!colon) return -1;
+  *colon = 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) return -1;
+  for (int i = 0; i < 100; i++) { /* the target may not listen yet */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) return fd;
+    if (fd >= 0) close(fd);
+    usleep(100000);
+  }
+  return -1;
+}
+
+int main(int argc, char **argv)
 {
   int fd = -1;
+  if (argc == 3) {
+    fd = oob_socket(argv[1], argv[2]);
+    CHECK(fd >= 0, "out-of-band socket %s %s: %s", argv[1], argv[2], strerror(errno));
+    int rc = strcmp(argv[1], "--listen") == 0 ? target(fd) : initiator(fd);
+    close(fd);
+    if (rc == 0) printf("ok (%s side)\n", strcmp(argv[1], "--listen") == 0 ? "target" : "initiator");
+    return rc;
+  }
   int pid = svt_fork(&fd);
   CHECK(pid >= 0, "fork");
   if (pid == 0) _exit(target(fd));
