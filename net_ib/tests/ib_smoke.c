@@ -6,6 +6,7 @@
  *     data cases (default "all"): props, transfer, group, oversize, regcache, flush, vdevice
  *     fault cases (each run alone, with the softverbs knob meson.build sets):
  *       portdown   SOFTVERBS_PORT_DOWN_MS: a pending receive fails, the WARN names the port
+ *       fatal      SOFTVERBS_FATAL_MS: device fatal event; the pending receive fails
  *       qperror    SOFTVERBS_FAIL_QP_AFTER: transfers fail, the WARN names the QP and event
  *       rkey       the receive buffer is deregistered before the data lands: remote access error
  *       peerkill   the sending process is SIGKILLed: the pending receive fails
@@ -358,6 +359,22 @@ static int case_portdown(void) {
   return r;
 }
 
+/* SOFTVERBS_FATAL_MS: IBV_EVENT_DEVICE_FATAL; every comm on the device fails, naming it. */
+static int case_fatal(void) {
+  double t0 = pt_now_s();
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *rb = malloc(4096);
+  void *rmh;
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  int r = expect_recv_error(rc, rmh, rb, "sv0", t0);
+  net->deregMr(rc, rmh);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return r;
+}
+
 static int case_qperror(void) {
   void *sc, *rc;
   if (connect_pair_dev(0, &sc, &rc)) return -1;
@@ -578,7 +595,8 @@ int main(int argc, char **argv) {
                {"group", case_group, true},     {"oversize", case_oversize, true},
                {"regcache", case_regcache, true}, {"flush", case_flush, true},
                {"vdevice", case_vdevice, true}, {"portdown", case_portdown, false},
-               {"qperror", case_qperror, false}, {"rkey", case_rkey, false}};
+               {"qperror", case_qperror, false}, {"rkey", case_rkey, false},
+               {"fatal", case_fatal, false}};
   int ran = 0;
   if (!strcmp(which, "peerkill")) {
     ran = 1;
