@@ -13,6 +13,8 @@
  *       peerkill-send  the receiving process is SIGKILLed: the sender waiting in isend fails
  *     Each fault must give an error from test() within FAULT_BOUND_S, never a hang.
  *
+ *     noverbs    (run with an unloadable libibverbs.so.1 first on LD_LIBRARY_PATH) init succeeds
+ *                with 0 devices and the INFO line "no libibverbs: strand-ib offers 0 devices"
  * Exit status 0 only if every case passed; 77 (skip) when the plugin offers no device. */
 #include <signal.h>
 #include <stdarg.h>
@@ -35,6 +37,7 @@ static void *ctx;
 
 /* The last WARN the plugin logged (through the NCCL-style logger we hand to init). */
 static char last_warn[1024];
+static bool saw_no_verbs; /* the INFO line of a host without libibverbs */
 static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
                    const char *fmt, ...) {
   (void)flags;
@@ -44,6 +47,7 @@ static void logger(strand_log_level_t level, unsigned long flags, const char *fi
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (level == STRAND_LOG_WARN) snprintf(last_warn, sizeof last_warn, "%s", msg);
+  if (strstr(msg, "no libibverbs: strand-ib offers 0 devices")) saw_no_verbs = true;
   fprintf(stderr, "[plugin %s %s:%d] %s\n", level == STRAND_LOG_WARN ? "WARN" : "INFO", file,
           line, msg);
 }
@@ -582,6 +586,13 @@ int main(int argc, char **argv) {
   if (!strcmp(which, "peer_child_recv")) return peer_child_recv();
   int ndev = 0;
   net->devices(&ndev);
+  if (!strcmp(which, "noverbs")) {
+    /* Run with a libibverbs.so.1 that cannot load first on the path: init succeeded (above),
+     * 0 devices, and the INFO line says why. */
+    printf("noverbs: %d devices, INFO line %s\n", ndev, saw_no_verbs ? "seen" : "missing");
+    net->finalize(ctx);
+    return ndev == 0 && saw_no_verbs ? 0 : 1;
+  }
   if (ndev == 0) {
     printf("SKIP: strand-ib offers 0 devices here (no verbs device; run with "
            "LD_LIBRARY_PATH=<softverbs build dir>)\n");
