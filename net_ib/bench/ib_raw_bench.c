@@ -4,7 +4,8 @@
  *   - latency: 8-byte RDMA write-with-immediate ping-pong, half round trip (p50 over the run);
  *   - bandwidth: RDMA writes of SIZE bytes, DEPTH in flight, the last one with an immediate the
  *     target waits for: the device's one-sided throughput with no protocol on top.
- *   ib-raw-bench [DEVICE] [--max-bytes N] [--time S]      (DEVICE default: the first one)
+ *   ib-raw-bench [DEVICE] [--max-bytes N] [--time S] [--cts]   (DEVICE default: the first one)
+ * --cts precedes every ping-pong message with a 400-byte write, as strand-ib's clear-to-send. 
  * Not a test: it asserts nothing and is not run by meson test. */
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
@@ -73,6 +74,11 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* --cts: each ping-pong message is preceded by a 400-byte RDMA write in the same direction, as
+ * strand-ib's clear-to-send entry is: the raw cost of the protocol's extra operation. */
+static int with_cts;
+#define CTS_BYTES 400
+
 static void run(int rank, int sock, const char *devname, size_t max_bytes, double secs) {
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
@@ -83,6 +89,7 @@ static void run(int rank, int sock, const char *devname, size_t max_bytes, doubl
   struct ibv_context *ctx = ibv_open_device(dev);
   struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
   struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 256, NULL, NULL, 0) : NULL;
+  if (max_bytes < 4096) max_bytes = 4096; /* room for the --cts write */
   char *buf = malloc(max_bytes);
   struct ibv_mr *mr = cq && buf ? ibv_reg_mr(pd, buf, max_bytes, IBV_ACCESS_LOCAL_WRITE |
                                                                    IBV_ACCESS_REMOTE_WRITE)
@@ -142,37 +149,43 @@ static void run(int rank, int sock, const char *devname, size_t max_bytes, doubl
   int iters = 0, cap = 200000;
   double *lat = malloc(sizeof(double) * (size_t)cap);
   double t_end = now_s() + secs;
+  /* The immediate says whether this is the last round trip (2) or not (1): no other
+   * synchronisation inside the timed loop. */
   for (int warm = 1; warm >= 0; warm--) {
-    for (iters = 0; iters < cap; iters++) {
+    int stop = 0;
+    for (iters = 0; iters < cap && !stop; iters++) {
       double t0 = now_s();
       if (rank == 0) {
-        post_write(qp, buf, 8, mr->lkey, &peer, 1, 1);
-        poll1(cq); /* send or recv completion: wait for both */
-        poll1(cq);
+        stop = now_s() > t_end || iters == cap - 1;
+        if (with_cts) post_write(qp, buf + 64, CTS_BYTES, mr->lkey, &peer, 0, 1);
+        post_write(qp, buf, 8, mr->lkey, &peer, 1 + stop, 1);
+        for (int k = 0; k < 2 + with_cts; k++) poll1(cq); /* own writes + the reply */
       } else {
-        poll1(cq);
+        struct ibv_wc wc;
+        do wc = poll1(cq); while (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM);
+        stop = ntohl(wc.imm_data) == 2;
+        if (with_cts) post_write(qp, buf + 64, CTS_BYTES, mr->lkey, &peer, 0, 1);
         post_write(qp, buf, 8, mr->lkey, &peer, 1, 1);
-        poll1(cq);
+        for (int k = 0; k < 1 + with_cts; k++) {
+          do wc = poll1(cq); while (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+        }
       }
       post_recv(qp);
       lat[iters] = (now_s() - t0) / 2;
-      int stop = rank == 0 ? now_s() > t_end : 0;
-      if (rank == 0 && write(sock, &stop, sizeof stop) != sizeof stop) die("sock");
-      if (rank == 1 && read(sock, &stop, sizeof stop) != sizeof stop) die("sock");
-      if (stop) break;
     }
     t_end = now_s() + secs;
   }
   if (rank == 0) {
     qsort(lat, (size_t)iters, sizeof(double), cmp);
-    printf("# raw verbs latency: 8-byte write-with-imm ping-pong, half round trip\n");
+    printf("# raw verbs latency: 8-byte write-with-imm ping-pong%s, half round trip\n",
+           with_cts ? " after a 400-byte write (--cts)" : "");
     printf("#  size(B)  count  p50(us)  p99(us)\n %8d %6d %8.2f %8.2f\n", 8, iters,
            lat[iters / 2] * 1e6, lat[(int)(iters * 0.99)] * 1e6);
     printf("# raw verbs bandwidth: RDMA write, depth %d, last with immediate\n", DEPTH);
     printf("#      size(B)    count   GB/s\n");
   }
   /* bandwidth: rank 0 writes, rank 1 waits for the immediate of each batch */
-  for (size_t size = 8; size <= max_bytes; size *= 4) {
+  for (size_t size = 8; size <= max_bytes && rank >= 0; size *= 4) {
     long count = 0;
     double t0 = now_s();
     /* The last write of each batch carries 1 (go on) or 2 (last batch) as its immediate, so the
@@ -212,6 +225,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--time") && i + 1 < argc) secs = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--cts")) with_cts = 1;
     else dev = argv[i];
   }
   int sv[2];
