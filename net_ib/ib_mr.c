@@ -145,6 +145,9 @@ strand_result_t ib_dereg_mr(void *comm, void *mhandle) {
 }
 
 void ib_mr_cache_clear(ib_hca_t *hca) {
+  /* Handles still live (the core may deregister them after a later init): their entries must
+   * stay valid, so nothing is freed; the HCA's protection domain outlives them anyway. */
+  if (strand_handle_set_count(&live_mhs) > 0) return;
   pthread_mutex_lock(&hca->mr_lock);
   int n = 0;
   while (hca->mrs) {
