@@ -26,6 +26,9 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
   ch->ch.context = context;
   ch->ch.fd = p[0];
   ch->wr_fd = p[1];
+  /* never block the progress thread on a reader that does not read: a full pipe drops (and
+   * logs) the event instead */
+  fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
   return &ch->ch;
 }
 
