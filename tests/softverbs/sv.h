@@ -39,7 +39,9 @@
 #define SV_MAX_INLINE 256
 #define SV_MAX_QP_WR 16384
 #define SV_MAX_CQE (1 << 20)
-#define SV_QPS_PER_CTX 256 /* QPN = listen port << 8 | index */
+#define SV_QPS_PER_LISTENER 256 /* QPN = listen port << 8 | index in that listener's block */
+#define SV_MAX_LISTENERS 16     /* a context opens another listener per 256 QPs */
+#define SV_QPS_PER_CTX (SV_QPS_PER_LISTENER * SV_MAX_LISTENERS)
 #define SV_MAX_MR (1 << 16)
 #define SV_MAX_RD_ATOMIC 16
 #define SV_GID_TBL_LEN 1   /* index 0 only: the RoCE v2 GID of the interface */
@@ -92,8 +94,9 @@ typedef struct sv_context {
   pthread_t thread;
   bool thread_started, stop;
   int epfd, wakefd;
-  int listen_fd;
-  uint16_t listen_port;
+  int listen_fd[SV_MAX_LISTENERS];
+  uint16_t listen_port[SV_MAX_LISTENERS];
+  int nlisteners;
   struct sv_conn *pending; /* accepted, waiting for the hello */
   struct sv_conn *orphans; /* responder streams of failed QPs, draining until the peer closes */
   struct sv_conn *grave;   /* closed, freed at the top of the next loop (handlers may hold them) */
@@ -216,6 +219,7 @@ void sv_qp_set_error(sv_qp_t *qp, enum ibv_wc_status head_status);
 uint64_t sv_qp_retry_bound_ns(const sv_qp_t *qp);
 /* sv_transport.c (all under c->lock unless stated) */
 int sv_transport_start(sv_context_t *c);  /* called without the lock */
+int sv_transport_add_listener(sv_context_t *c); /* under the lock; 0 or -1 with errno */
 void sv_transport_stop(sv_context_t *c);  /* called without the lock */
 void sv_transport_wake(sv_context_t *c);
 void sv_transport_qp_rts(sv_qp_t *qp);

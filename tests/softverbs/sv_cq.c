@@ -87,7 +87,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
   sv_cq_t *cq = sv_cq(ibcq);
   sv_context_t *c = sv_ctx(ibcq->context);
   pthread_mutex_lock(&c->lock);
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     if (c->qps[i] && (c->qps[i]->qp.send_cq == ibcq || c->qps[i]->qp.recv_cq == ibcq)) {
       pthread_mutex_unlock(&c->lock);
       return EBUSY;

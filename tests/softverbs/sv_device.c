@@ -144,7 +144,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     return NULL;
   }
   SV_TRACE("opened %s: %s %s listen port %u", device->name, cfg->ifname, inet_ntoa(cfg->ip),
-           c->listen_port);
+           c->listen_port[0]);
   return &c->ctx;
 }
 

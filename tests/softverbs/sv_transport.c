@@ -823,8 +823,11 @@ static void pending_rx(sv_context_t *c, sv_conn_t *k)
   const sv_hdr_t *h = &k->hdr;
   uint8_t status = 1;
   sv_qp_t *qp = NULL;
-  if (h->op == SV_OP_HELLO && h->imm == SV_HELLO_MAGIC && (h->rkey >> 8) == c->listen_port) {
-    qp = c->qps[h->rkey & 0xff];
+  int li = -1;
+  for (int i = 0; i < c->nlisteners; i++)
+    if (c->listen_port[i] == (h->rkey >> 8)) li = i;
+  if (h->op == SV_OP_HELLO && h->imm == SV_HELLO_MAGIC && li >= 0) {
+    qp = c->qps[li * SV_QPS_PER_LISTENER + (h->rkey & 0xff)];
     if (qp && (qp->qp.state == IBV_QPS_RTR || qp->qp.state == IBV_QPS_RTS) &&
         qp->attr.dest_qp_num == h->psn && port_up(c, qp))
       status = 0;
@@ -852,10 +855,10 @@ static void pending_rx(sv_context_t *c, sv_conn_t *k)
   resp_rx(c, k);
 }
 
-static void accept_all(sv_context_t *c)
+static void accept_all(sv_context_t *c, int lfd)
 {
   for (;;) {
-    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     tune_socket(fd);
     sv_conn_t *k = conn_new(c, fd, SV_PENDING, EPOLLIN);
@@ -875,7 +878,7 @@ static void port_fault(sv_context_t *c, int port, bool down)
   sv_log("%s port %d %s (fault injection)", c->dev->dev.name, port, down ? "DOWN" : "ACTIVE");
   sv_async_event(c, down ? IBV_EVENT_PORT_ERR : IBV_EVENT_PORT_ACTIVE, (void *)(intptr_t)port);
   if (!down) return;
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     sv_qp_t *qp = c->qps[i];
     if (!qp || (qp->attr.port_num ? qp->attr.port_num : 1) != port) continue;
     if (qp->qp.state != IBV_QPS_RTR && qp->qp.state != IBV_QPS_RTS) continue;
@@ -908,13 +911,13 @@ static uint64_t timers(sv_context_t *c)
     c->fatal = true;
     sv_log("%s: device fatal error (fault injection)", c->dev->dev.name);
     sv_async_event(c, IBV_EVENT_DEVICE_FATAL, NULL);
-    for (int i = 0; i < SV_QPS_PER_CTX; i++)
+    for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++)
       if (c->qps[i]) sv_qp_set_error(c->qps[i], IBV_WC_GENERAL_ERR);
   }
   uint64_t at[] = {c->port_down_at, c->port_up_at, c->fatal_at};
   for (size_t i = 0; i < 3; i++)
     if (at[i] && at[i] < next) next = at[i];
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     sv_qp_t *qp = c->qps[i];
     if (!qp) continue;
     if (qp->qp.state == IBV_QPS_RTS) {
@@ -999,8 +1002,9 @@ static void dispatch(sv_context_t *c, struct epoll_event *evs, int n)
     if (p == NULL) {
       uint64_t v;
       (void)!read(c->wakefd, &v, sizeof(v));
-    } else if (p == (void *)c) {
-      accept_all(c);
+    } else if ((uintptr_t)p >= (uintptr_t)c->listen_fd &&
+               (uintptr_t)p < (uintptr_t)(c->listen_fd + SV_MAX_LISTENERS)) {
+      accept_all(c, *(int *)p);
     } else {
       handle(c, p, evs[i].events);
     }
@@ -1052,32 +1056,46 @@ void sv_transport_kick(sv_qp_t *qp)
   if (qp->sq_tx < qp->sq_tail) sv_transport_wake(qp->sctx);
 }
 
-int sv_transport_start(sv_context_t *c)
+int sv_transport_add_listener(sv_context_t *c)
 {
-  c->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (c->listen_fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = c->cfg->ip};
-  socklen_t len = sizeof(a);
-  if (bind(c->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-      listen(c->listen_fd, 128) != 0 ||
-      getsockname(c->listen_fd, (struct sockaddr *)&a, &len) != 0) {
-    sv_log("cannot listen on %s (%s): %s; set SOFTVERBS_IFNAME", inet_ntoa(c->cfg->ip),
-           c->cfg->ifname, strerror(errno));
-    close(c->listen_fd);
+  if (c->nlisteners == SV_MAX_LISTENERS) {
+    errno = ENOMEM;
     return -1;
   }
-  c->listen_port = ntohs(a.sin_port);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = c->cfg->ip};
+  socklen_t len = sizeof(a);
+  int i = c->nlisteners;
+  struct epoll_event e = {.events = EPOLLIN, .data.ptr = &c->listen_fd[i]};
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0 ||
+      epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+    int err = errno;
+    sv_log("cannot listen on %s (%s): %s; set SOFTVERBS_IFNAME", inet_ntoa(c->cfg->ip),
+           c->cfg->ifname, strerror(err));
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  c->listen_fd[i] = fd;
+  c->listen_port[i] = ntohs(a.sin_port);
+  c->nlisteners++;
+  return 0;
+}
+
+int sv_transport_start(sv_context_t *c)
+{
   c->epfd = epoll_create1(EPOLL_CLOEXEC);
   c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct epoll_event e1 = {.events = EPOLLIN, .data.ptr = NULL};
-  struct epoll_event e2 = {.events = EPOLLIN, .data.ptr = c};
   if (c->epfd < 0 || c->wakefd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &e1) != 0 ||
-      epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->listen_fd, &e2) != 0 ||
-      pthread_create(&c->thread, NULL, progress, c) != 0) {
+      sv_transport_add_listener(c) != 0 || pthread_create(&c->thread, NULL, progress, c) != 0) {
     int e = errno;
     if (c->epfd >= 0) close(c->epfd);
     if (c->wakefd >= 0) close(c->wakefd);
-    close(c->listen_fd);
+    if (c->nlisteners) close(c->listen_fd[0]);
+    c->nlisteners = 0;
     errno = e;
     return -1;
   }
@@ -1093,7 +1111,7 @@ void sv_transport_stop(sv_context_t *c)
   pthread_mutex_unlock(&c->lock);
   if (c->thread_started) pthread_join(c->thread, NULL);
   pthread_mutex_lock(&c->lock);
-  for (int i = 0; i < SV_QPS_PER_CTX; i++)
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++)
     if (c->qps[i]) sv_transport_qp_close(c->qps[i]);
   while (c->pending) conn_close(c, c->pending);
   while (c->orphans) conn_close(c, c->orphans);
@@ -1104,7 +1122,7 @@ void sv_transport_stop(sv_context_t *c)
     free(k);
   }
   pthread_mutex_unlock(&c->lock);
-  close(c->listen_fd);
+  for (int i = 0; i < c->nlisteners; i++) close(c->listen_fd[i]);
   close(c->epfd);
   close(c->wakefd);
 }
