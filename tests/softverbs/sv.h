@@ -147,6 +147,7 @@ typedef struct {
   uint32_t niov;
   struct iovec iov[SV_MAX_SGE];
   enum ibv_wc_status local_err; /* a bad lkey found at post time: completes with this */
+  sv_hdr_t hdr;                 /* its wire header, built when it is transmitted */
   uint8_t inline_buf[SV_MAX_INLINE];
 } sv_swqe_t;
 
@@ -188,7 +189,6 @@ typedef struct sv_qp {
   bool tx_started;         /* the WR at sq_tx has been partly written */
   bool tx_delayed;         /* the WR at sq_tx already served its injected delay */
   uint64_t ops_done;       /* for SOFTVERBS_FAIL_QP_AFTER */
-  sv_hdr_t tx_hdr;         /* header of the WR at sq_tx while it is being written */
   uint64_t tx_off;         /* bytes of it (header + payload) written */
   uint64_t tx_wait_until;  /* injected delay / retransmission wait of the WR at sq_tx */
   uint32_t backoff_ms;

@@ -398,6 +398,54 @@ static bool fail_at_head(sv_qp_t *qp, enum ibv_wc_status st)
   return true;
 }
 
+/* Bytes of one request on the wire: header, then the payload (none for a READ request). */
+static uint64_t wr_bytes(const sv_swqe_t *w)
+{
+  return sizeof(sv_hdr_t) + (w->op == IBV_WR_RDMA_READ ? 0 : w->len);
+}
+
+static void build_hdr(sv_swqe_t *w, uint64_t seq)
+{
+  static const uint8_t ops[] = {[IBV_WR_RDMA_WRITE] = SV_OP_WRITE,
+                                [IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
+                                [IBV_WR_SEND] = SV_OP_SEND,
+                                [IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
+                                [IBV_WR_RDMA_READ] = SV_OP_READ_REQ};
+  memset(&w->hdr, 0, sizeof(w->hdr));
+  w->hdr.op = ops[w->op];
+  w->hdr.imm = w->imm;
+  w->hdr.psn = (uint32_t)seq;
+  w->hdr.rkey = w->rkey;
+  w->hdr.raddr = w->raddr;
+  w->hdr.len = w->len;
+}
+
+/* Appends the iovecs of request w from byte `skip` on to v[n..]; returns the new count. */
+static int wr_iov(sv_swqe_t *w, uint64_t skip, struct iovec *v, int n)
+{
+  uint64_t plen = w->op == IBV_WR_RDMA_READ ? 0 : w->len;
+  if (skip < sizeof(sv_hdr_t)) {
+    v[n].iov_base = (char *)&w->hdr + skip;
+    v[n++].iov_len = sizeof(sv_hdr_t) - skip;
+    skip = 0;
+  } else {
+    skip -= sizeof(sv_hdr_t);
+  }
+  for (uint32_t i = 0; plen && i < w->niov; i++) {
+    if (skip >= w->iov[i].iov_len) {
+      skip -= w->iov[i].iov_len;
+      continue;
+    }
+    v[n].iov_base = (char *)w->iov[i].iov_base + skip;
+    v[n++].iov_len = w->iov[i].iov_len - skip;
+    skip = 0;
+  }
+  return n;
+}
+
+#define SV_TX_IOV 64
+#define SV_TX_BATCH (256u << 10)
+
 static void req_tx(sv_context_t *c, sv_qp_t *qp)
 {
   const sv_config_t *cfg = c->cfg;
@@ -442,41 +490,22 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
         qp->tx_wait_until = now + (uint64_t)cfg->delay_us * 1000ull;
         return;
       }
-      memset(&qp->tx_hdr, 0, sizeof(qp->tx_hdr));
-      static const uint8_t ops[] = {[IBV_WR_RDMA_WRITE] = SV_OP_WRITE,
-                                    [IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
-                                    [IBV_WR_SEND] = SV_OP_SEND,
-                                    [IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
-                                    [IBV_WR_RDMA_READ] = SV_OP_READ_REQ};
-      qp->tx_hdr.op = ops[w->op];
-      qp->tx_hdr.imm = w->imm;
-      qp->tx_hdr.psn = (uint32_t)qp->sq_tx;
-      qp->tx_hdr.rkey = w->rkey;
-      qp->tx_hdr.raddr = w->raddr;
-      qp->tx_hdr.len = w->len;
+      build_hdr(w, qp->sq_tx);
       qp->tx_off = 0;
       qp->tx_started = true;
-      qp->ops_done++;
     }
-    uint64_t plen = w->op == IBV_WR_RDMA_READ ? 0 : w->len;
-    struct iovec v[SV_MAX_SGE + 1];
-    int n = 0;
-    uint64_t skip = qp->tx_off;
-    if (skip < sizeof(sv_hdr_t)) {
-      v[n].iov_base = (char *)&qp->tx_hdr + skip;
-      v[n++].iov_len = sizeof(sv_hdr_t) - skip;
-      skip = 0;
-    } else {
-      skip -= sizeof(sv_hdr_t);
-    }
-    for (uint32_t i = 0; plen && i < w->niov; i++) {
-      if (skip >= w->iov[i].iov_len) {
-        skip -= w->iov[i].iov_len;
-        continue;
-      }
-      v[n].iov_base = (char *)w->iov[i].iov_base + skip;
-      v[n++].iov_len = w->iov[i].iov_len - skip;
-      skip = 0;
+    /* One sendmsg carries the rest of this WR and, when no per-request fault can apply, the
+     * WRs queued behind it (many small requests per system call). */
+    struct iovec v[SV_TX_IOV];
+    int n = wr_iov(w, qp->tx_off, v, 0);
+    uint64_t bytes = wr_bytes(w) - qp->tx_off;
+    bool batch = !cfg->drop_ppm && !cfg->delay_ppm && !cfg->fail_qp_after;
+    for (uint64_t s = qp->sq_tx + 1; batch && s < qp->sq_tail && bytes < SV_TX_BATCH; s++) {
+      sv_swqe_t *x = &qp->sq[s % qp->sq_cap];
+      if (x->local_err != IBV_WC_SUCCESS || n + 1 + (int)x->niov > SV_TX_IOV) break;
+      build_hdr(x, s);
+      n = wr_iov(x, 0, v, n);
+      bytes += wr_bytes(x);
     }
     struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
     ssize_t r = sendmsg(k->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -490,10 +519,21 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
       sv_qp_set_error(qp, IBV_WC_RETRY_EXC_ERR);
       return;
     }
-    qp->tx_off += (uint64_t)r;
     qp->req_progress = now;
-    if (qp->tx_off == sizeof(sv_hdr_t) + plen) {
+    /* advance over the WRs the bytes covered; the last one may be partly written */
+    uint64_t sent = (uint64_t)r;
+    while (sent > 0) {
+      sv_swqe_t *x = &qp->sq[qp->sq_tx % qp->sq_cap];
+      uint64_t rest = wr_bytes(x) - qp->tx_off;
+      if (sent < rest) {
+        qp->tx_off += sent;
+        qp->tx_started = true;
+        break;
+      }
+      sent -= rest;
       qp->sq_tx++;
+      qp->ops_done++;
+      qp->tx_off = 0;
       qp->tx_started = qp->tx_delayed = false;
       qp->tx_retries = 0;
     }
