@@ -326,6 +326,7 @@ static const fault_case_t cases[] = {
   {"rnr-recovered", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_rnr_recovered, targ_rnr_recovered},
   {"peer-killed", P(14, 3, 7, 12), P(14, 3, 7, 12), RW, init_peer_killed, targ_sleep},
   {"drops", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_drops, targ_drops},
+  {"delays", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_drops, targ_drops},
   {"drop-all", P(10, 2, 7, 12), P(10, 2, 7, 12), RW, init_drop_all, targ_idle},
   {"fail-after", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_fail_after, targ_idle},
   {"port-down", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_port_down, targ_idle},
