@@ -45,6 +45,7 @@ typedef struct sv_conn {
   enum ibv_wc_status nak_status;
   /* responder */
   bool parked, nakked;
+  uint32_t reads_out; /* READ responses queued, not yet fully sent: requests behind a READ wait */
   uint64_t park_deadline;
   sv_resp_t *txq, *txq_tail;
 } sv_conn_t;
@@ -138,6 +139,7 @@ static void resp_queue(sv_context_t *c, sv_conn_t *k, const sv_hdr_t *h, void *d
   }
   r->hdr = *h;
   r->data = data;
+  if (h->op == SV_OP_READ_RESP) k->reads_out++;
   if (k->txq_tail)
     k->txq_tail->next = r;
   else
@@ -168,7 +170,7 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        conn_events(c, k, (k->parked ? 0 : EPOLLIN) | EPOLLOUT);
+        conn_events(c, k, (k->parked || k->reads_out ? 0 : EPOLLIN) | EPOLLOUT);
         return;
       }
       conn_close(c, k);
@@ -176,6 +178,7 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     }
     r->off += (uint64_t)w;
     if (r->off == sizeof(sv_hdr_t) + dlen) {
+      if (r->hdr.op == SV_OP_READ_RESP) k->reads_out--;
       k->txq = r->next;
       if (!k->txq) k->txq_tail = NULL;
       free(r);
@@ -809,6 +812,12 @@ static void resp_finish(sv_context_t *c, sv_conn_t *k)
 static void resp_rx(sv_context_t *c, sv_conn_t *k)
 {
   while (!k->dead && !k->parked) {
+    /* A READ response is sent from the registered memory itself, so the requests behind the READ
+     * (a WRITE to the same bytes, say) must wait until it is out: RC executes in order. */
+    if (k->reads_out) {
+      resp_tx(c, k);
+      if (k->dead || k->reads_out) return;
+    }
     bool eof = false;
     if (k->in_payload) {
       int r = rx_payload(c, k);
@@ -1029,7 +1038,8 @@ static void handle(sv_context_t *c, sv_conn_t *k, uint32_t ev)
   }
   case SV_RESPONDER:
     if (ev & EPOLLOUT) resp_tx(c, k);
-    if (!k->dead && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))) resp_rx(c, k);
+    /* also after EPOLLOUT alone: requests staged behind a finished READ response go on now */
+    if (!k->dead) resp_rx(c, k);
     break;
   }
 }
