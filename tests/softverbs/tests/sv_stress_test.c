@@ -1,5 +1,6 @@
 /* Two processes over softverbs, randomized: thousands of RDMA WRITEs (1 B to 1 MiB, SGE lists of
- * 1-4 entries, some inline, some WRITE_WITH_IMM) interleaved with RDMA READs, up to 32 in flight.
+ * 1-4 entries, some inline, some WRITE_WITH_IMM) interleaved with RDMA READs and SEND_WITH_IMMs
+ * (checked byte by byte at the target), up to 32 in flight.
  * The initiator keeps a model of the target's region; since RC executes in posting order, every
  * READ must return exactly the model as it was when the READ was posted. This exercises batched
  * and partial transmissions, the staging and direct receive paths and ordering across all of them.
@@ -15,6 +16,13 @@
 #define MAXW (1u << 20)
 #define MAXR (64u << 10)
 #define DEPTH 32
+#define NRECV 1000
+#define SENDMAX 8192
+#define SEND_FLAG 0x80000000u
+
+/* SEND number n carries send_len(n) bytes of send_byte(n, i): the target checks both. */
+static uint32_t send_len(uint32_t n) { return 1 + (n * 2654435761u >> 7) % SENDMAX; }
+static uint8_t send_byte(uint32_t n, uint32_t i) { return (uint8_t)(n * 131u + i * 7u + (i >> 8)); }
 
 typedef struct {
   uint64_t id;
@@ -50,20 +58,36 @@ static int target(int fd)
   me.len = REGION;
   svt_qp_params_t p = SVT_DEFAULT_PARAMS;
   if (svt_xchg(fd, &me, &peer) || svt_connect(&e, &peer, &p)) return 1;
-  for (int i = 0; i < 1000; i++) CHECK(svt_post_recv(e.qp, 1, NULL, 0, 0) == 0, "post_recv");
+  uint8_t *rb = malloc((size_t)NRECV * SENDMAX);
+  CHECK(rb, "malloc");
+  struct ibv_mr *rmr = ibv_reg_mr(e.pd, rb, (size_t)NRECV * SENDMAX, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(rmr, "reg");
+  for (int i = 0; i < NRECV; i++)
+    CHECK(svt_post_recv(e.qp, (uint64_t)i, rb + (size_t)i * SENDMAX, SENDMAX, rmr->lkey) == 0,
+          "post_recv");
   if (svt_sync(fd)) return 1;
-  /* count the WRITE_WITH_IMMs until the initiator says how many it sent */
-  uint32_t imms = 0, want = 0;
+  /* count the WRITE_WITH_IMMs and check the SENDs until the initiator says how many it sent */
+  uint32_t imms = 0, sends = 0, want = 0;
   for (;;) {
     struct ibv_wc wc;
     int n = ibv_poll_cq(e.cq, 1, &wc);
     if (n == 1) {
-      CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-                wc.imm_data == imms,
-            "imm %u: status %s opcode %d imm %u", imms, ibv_wc_status_str(wc.status), wc.opcode,
-            wc.imm_data);
-      imms++;
-      CHECK(svt_post_recv(e.qp, 1, NULL, 0, 0) == 0, "repost");
+      CHECK(wc.status == IBV_WC_SUCCESS, "receive: %s", ibv_wc_status_str(wc.status));
+      uint8_t *b = rb + wc.wr_id * SENDMAX;
+      if (wc.opcode == IBV_WC_RECV) {
+        CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == (SEND_FLAG | sends),
+              "send %u: imm %#x", sends, wc.imm_data);
+        CHECK(wc.byte_len == send_len(sends), "send %u: %u bytes, want %u", sends, wc.byte_len,
+              send_len(sends));
+        for (uint32_t i = 0; i < wc.byte_len; i++)
+          CHECK(b[i] == send_byte(sends, i), "send %u byte %u", sends, i);
+        sends++;
+      } else {
+        CHECK(wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.imm_data == imms,
+              "imm %u: opcode %d imm %u", imms, wc.opcode, wc.imm_data);
+        imms++;
+      }
+      CHECK(svt_post_recv(e.qp, wc.wr_id, b, SENDMAX, rmr->lkey) == 0, "repost");
       continue;
     }
     if (want == 0) {
@@ -71,10 +95,12 @@ static int target(int fd)
       if (r == 0) return 1;
       if (r < (ssize_t)sizeof(want)) want = 0;
     }
-    if (want && imms == want) break;
-    if (want && imms > want) CHECK(0, "more imms (%u) than sent (%u)", imms, want);
+    if (want && imms + sends == want) break;
+    if (want && imms + sends > want) CHECK(0, "more receives (%u) than sent (%u)", imms + sends, want);
   }
   if (svt_sync(fd)) return 1;
+  ibv_dereg_mr(rmr);
+  free(rb);
   ibv_dereg_mr(mr);
   svt_close(&e);
   free(region);
@@ -86,16 +112,18 @@ static int initiator(int fd, int nops)
   svt_end_t e;
   if (svt_open(&e, 4096, false) || svt_create_qp(&e, DEPTH * 2, 64)) return 1;
   uint8_t *src = malloc(MAXW), *model = calloc(1, REGION), *rbuf = malloc((size_t)DEPTH * MAXR);
-  uint8_t *exp = malloc((size_t)DEPTH * MAXR);
-  CHECK(src && model && rbuf && exp, "malloc");
+  uint8_t *exp = malloc((size_t)DEPTH * MAXR), *sbuf = malloc((size_t)DEPTH * SENDMAX);
+  CHECK(src && model && rbuf && exp && sbuf, "malloc");
   for (uint32_t i = 0; i < MAXW; i++) src[i] = (uint8_t)rnd(256);
   struct ibv_mr *ms = ibv_reg_mr(e.pd, src, MAXW, IBV_ACCESS_LOCAL_WRITE);
   struct ibv_mr *mrd = ibv_reg_mr(e.pd, rbuf, (size_t)DEPTH * MAXR, IBV_ACCESS_LOCAL_WRITE);
-  CHECK(ms && mrd, "reg");
+  struct ibv_mr *msb = ibv_reg_mr(e.pd, sbuf, (size_t)DEPTH * SENDMAX, IBV_ACCESS_LOCAL_WRITE);
+  CHECK(ms && mrd && msb, "reg");
   svt_info_t me, peer;
   svt_local_info(&e, &me);
   svt_qp_params_t p = SVT_DEFAULT_PARAMS;
   if (svt_xchg(fd, &me, &peer) || svt_connect(&e, &peer, &p) || svt_sync(fd)) return 1;
+  uint32_t sends = 0;
   static op_t ring[DEPTH];
   uint64_t posted = 0, done = 0;
   uint32_t imms = 0, reads = 0;
@@ -106,7 +134,21 @@ static int initiator(int fd, int nops)
       o->id = posted;
       uint32_t kind = rnd(10);
       o->is_read = kind < 2;
-      if (o->is_read) {
+      if (kind == 2) { /* SEND_WITH_IMM of a checkable pattern, split over two SGEs */
+        uint8_t *b = sbuf + (posted % DEPTH) * SENDMAX;
+        uint32_t len = send_len(sends);
+        for (uint32_t i = 0; i < len; i++) b[i] = send_byte(sends, i);
+        uint32_t cut = len / 2;
+        struct ibv_sge sg[2] = {{(uintptr_t)b, cut, msb->lkey},
+                                {(uintptr_t)(b + cut), len - cut, msb->lkey}};
+        struct ibv_send_wr wr = {.wr_id = posted, .sg_list = sg, .num_sge = 2,
+                                 .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+                                 .imm_data = SEND_FLAG | sends};
+        struct ibv_send_wr *bad;
+        CHECK(ibv_post_send(e.qp, &wr, &bad) == 0, "post send");
+        sends++;
+        o->len = len;
+      } else if (o->is_read) {
         uint32_t len = 1 + rnd(rnd(4) == 0 ? MAXR : 512);
         uint32_t off = rnd(REGION - len + 1);
         o->len = len;
@@ -165,13 +207,16 @@ static int initiator(int fd, int nops)
     CHECK(svt_poll(e.cq, &wc, 20000) == 1 && wc.status == IBV_WC_SUCCESS, "final read");
     CHECK(memcmp(rbuf, model + off, MAXR) == 0, "region at %u differs from the model", off);
   }
-  CHECK(send(fd, &imms, sizeof(imms), 0) == (ssize_t)sizeof(imms), "send imm count");
+  uint32_t total = imms + sends;
+  CHECK(send(fd, &total, sizeof(total), 0) == (ssize_t)sizeof(total), "send the receive count");
   if (svt_sync(fd)) return 1;
-  printf("ok: %d ops (%u reads, %u write-with-imm, %.1f MiB written), region matches\n", nops,
-         reads, imms, (double)bytes / (1 << 20));
+  printf("ok: %d ops (%u reads, %u write-with-imm, %u sends, %.1f MiB written), region and "
+         "messages match\n", nops, reads, imms, sends, (double)bytes / (1 << 20));
   ibv_dereg_mr(ms);
   ibv_dereg_mr(mrd);
+  ibv_dereg_mr(msb);
   svt_close(&e);
+  free(sbuf);
   free(src);
   free(model);
   free(rbuf);
