@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "sv.h"
@@ -1097,6 +1098,9 @@ void sv_transport_poll(sv_context_t *c)
   int n = c->stop ? 0 : epoll_wait(c->epfd, evs, 16, 0);
   if (n > 0) dispatch(c, evs, n);
   pthread_mutex_unlock(&c->lock);
+  /* Nothing to do here: give the CPU to whoever moves the data (the peer, the progress thread).
+   * Free on an idle host, and it keeps two spinning pollers from starving both transports. */
+  if (n <= 0) sched_yield();
 }
 
 void sv_transport_kick(sv_qp_t *qp)
