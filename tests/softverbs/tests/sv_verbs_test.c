@@ -2,7 +2,8 @@
  * table), PD/MR rules (access-flag checks, bounds, distinct keys, dma-buf refused, PD in use),
  * the RC state machine with its attribute masks (a wrong mask is EINVAL, like a real device),
  * posting in the wrong state, local key errors as completions, and a loopback QP pair inside one
- * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports. */
+ * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
+ * With "badenv" (an invalid SOFTVERBS_* value in the environment): no device at all. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -240,6 +241,15 @@ static int check_channel(svt_end_t *e)
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "badenv") == 0) {
+    /* an invalid knob (the environment of the test sets one) is refused, never defaulted */
+    int n = -1;
+    errno = 0;
+    struct ibv_device **l = ibv_get_device_list(&n);
+    CHECK(!l && n == 0 && errno == EINVAL, "an invalid SOFTVERBS_* value must give no device");
+    printf("ok: invalid configuration refused\n");
+    return 0;
+  }
   bool multi = argc > 1 && strcmp(argv[1], "multi") == 0;
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
