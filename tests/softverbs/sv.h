@@ -39,7 +39,9 @@
 #define SV_MAX_INLINE 256
 #define SV_MAX_QP_WR 16384
 #define SV_MAX_CQE (1 << 20)
-#define SV_QPS_PER_CTX 256 /* QPN = listen port << 8 | index */
+#define SV_QPS_PER_LISTENER 256 /* QPN = listen port << 8 | index in that listener's block */
+#define SV_MAX_LISTENERS 16     /* a context opens another listener per 256 QPs */
+#define SV_QPS_PER_CTX (SV_QPS_PER_LISTENER * SV_MAX_LISTENERS)
 #define SV_MAX_MR (1 << 16)
 #define SV_MAX_RD_ATOMIC 16
 #define SV_GID_TBL_LEN 1   /* index 0 only: the RoCE v2 GID of the interface */
@@ -92,8 +94,9 @@ typedef struct sv_context {
   pthread_t thread;
   bool thread_started, stop;
   int epfd, wakefd;
-  int listen_fd;
-  uint16_t listen_port;
+  int listen_fd[SV_MAX_LISTENERS];
+  uint16_t listen_port[SV_MAX_LISTENERS];
+  int nlisteners;
   struct sv_conn *pending; /* accepted, waiting for the hello */
   struct sv_conn *orphans; /* responder streams of failed QPs, draining until the peer closes */
   struct sv_conn *grave;   /* closed, freed at the top of the next loop (handlers may hold them) */
@@ -144,6 +147,7 @@ typedef struct {
   uint32_t niov;
   struct iovec iov[SV_MAX_SGE];
   enum ibv_wc_status local_err; /* a bad lkey found at post time: completes with this */
+  sv_hdr_t hdr;                 /* its wire header, built when it is transmitted */
   uint8_t inline_buf[SV_MAX_INLINE];
 } sv_swqe_t;
 
@@ -185,7 +189,6 @@ typedef struct sv_qp {
   bool tx_started;         /* the WR at sq_tx has been partly written */
   bool tx_delayed;         /* the WR at sq_tx already served its injected delay */
   uint64_t ops_done;       /* for SOFTVERBS_FAIL_QP_AFTER */
-  sv_hdr_t tx_hdr;         /* header of the WR at sq_tx while it is being written */
   uint64_t tx_off;         /* bytes of it (header + payload) written */
   uint64_t tx_wait_until;  /* injected delay / retransmission wait of the WR at sq_tx */
   uint32_t backoff_ms;
@@ -216,6 +219,7 @@ void sv_qp_set_error(sv_qp_t *qp, enum ibv_wc_status head_status);
 uint64_t sv_qp_retry_bound_ns(const sv_qp_t *qp);
 /* sv_transport.c (all under c->lock unless stated) */
 int sv_transport_start(sv_context_t *c);  /* called without the lock */
+int sv_transport_add_listener(sv_context_t *c); /* under the lock; 0 or -1 with errno */
 void sv_transport_stop(sv_context_t *c);  /* called without the lock */
 void sv_transport_wake(sv_context_t *c);
 void sv_transport_qp_rts(sv_qp_t *qp);

@@ -26,6 +26,9 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
   ch->ch.context = context;
   ch->ch.fd = p[0];
   ch->wr_fd = p[1];
+  /* never block the progress thread on a reader that does not read: a full pipe drops (and
+   * logs) the event instead */
+  fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
   return &ch->ch;
 }
 
@@ -84,7 +87,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
   sv_cq_t *cq = sv_cq(ibcq);
   sv_context_t *c = sv_ctx(ibcq->context);
   pthread_mutex_lock(&c->lock);
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     if (c->qps[i] && (c->qps[i]->qp.send_cq == ibcq || c->qps[i]->qp.recv_cq == ibcq)) {
       pthread_mutex_unlock(&c->lock);
       return EBUSY;

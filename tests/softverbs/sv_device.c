@@ -126,6 +126,9 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
   }
   c->ctx.async_fd = p[0];
   c->async_wr = p[1];
+  /* never block the progress thread on a reader that does not read: a full pipe drops (and
+   * logs) the event instead */
+  fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
   for (int i = 1; i <= cfg->nports; i++) c->port_state[i] = IBV_PORT_ACTIVE;
   c->open_ns = sv_now_ns();
   bool faulted = strcmp(cfg->fault_dev, device->name) == 0;
@@ -141,7 +144,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     return NULL;
   }
   SV_TRACE("opened %s: %s %s listen port %u", device->name, cfg->ifname, inet_ntoa(cfg->ip),
-           c->listen_port);
+           c->listen_port[0]);
   return &c->ctx;
 }
 

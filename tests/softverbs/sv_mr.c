@@ -27,7 +27,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
       return EBUSY; /* as the kernel: regions still use it */
     }
   }
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     if (c->qps[i] && c->qps[i]->qp.pd == pd) {
       pthread_mutex_unlock(&c->lock);
       return EBUSY;

@@ -54,6 +54,10 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
   pthread_mutex_lock(&c->lock);
   uint32_t idx = 0;
   while (idx < SV_QPS_PER_CTX && c->qps[idx]) idx++;
+  /* each listener numbers 256 QPs: open another one when the known blocks are full */
+  if (idx < SV_QPS_PER_CTX && idx / SV_QPS_PER_LISTENER >= (uint32_t)c->nlisteners &&
+      sv_transport_add_listener(c) != 0)
+    idx = SV_QPS_PER_CTX;
   if (idx == SV_QPS_PER_CTX) {
     pthread_mutex_unlock(&c->lock);
     free(qp->sq);
@@ -63,7 +67,8 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
     return NULL;
   }
   qp->index = idx;
-  qp->qp.qp_num = ((uint32_t)c->listen_port << 8) | idx;
+  qp->qp.qp_num = ((uint32_t)c->listen_port[idx / SV_QPS_PER_LISTENER] << 8) |
+                  (idx % SV_QPS_PER_LISTENER);
   qp->qp.handle = idx;
   c->qps[idx] = qp;
   pthread_mutex_unlock(&c->lock);

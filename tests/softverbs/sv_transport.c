@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "sv.h"
@@ -45,6 +46,7 @@ typedef struct sv_conn {
   enum ibv_wc_status nak_status;
   /* responder */
   bool parked, nakked;
+  uint32_t reads_out; /* READ responses queued, not yet fully sent: requests behind a READ wait */
   uint64_t park_deadline;
   sv_resp_t *txq, *txq_tail;
 } sv_conn_t;
@@ -138,6 +140,7 @@ static void resp_queue(sv_context_t *c, sv_conn_t *k, const sv_hdr_t *h, void *d
   }
   r->hdr = *h;
   r->data = data;
+  if (h->op == SV_OP_READ_RESP) k->reads_out++;
   if (k->txq_tail)
     k->txq_tail->next = r;
   else
@@ -168,7 +171,7 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        conn_events(c, k, (k->parked ? 0 : EPOLLIN) | EPOLLOUT);
+        conn_events(c, k, (k->parked || k->reads_out ? 0 : EPOLLIN) | EPOLLOUT);
         return;
       }
       conn_close(c, k);
@@ -176,6 +179,7 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
     }
     r->off += (uint64_t)w;
     if (r->off == sizeof(sv_hdr_t) + dlen) {
+      if (r->hdr.op == SV_OP_READ_RESP) k->reads_out--;
       k->txq = r->next;
       if (!k->txq) k->txq_tail = NULL;
       free(r);
@@ -398,6 +402,54 @@ static bool fail_at_head(sv_qp_t *qp, enum ibv_wc_status st)
   return true;
 }
 
+/* Bytes of one request on the wire: header, then the payload (none for a READ request). */
+static uint64_t wr_bytes(const sv_swqe_t *w)
+{
+  return sizeof(sv_hdr_t) + (w->op == IBV_WR_RDMA_READ ? 0 : w->len);
+}
+
+static void build_hdr(sv_swqe_t *w, uint64_t seq)
+{
+  static const uint8_t ops[] = {[IBV_WR_RDMA_WRITE] = SV_OP_WRITE,
+                                [IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
+                                [IBV_WR_SEND] = SV_OP_SEND,
+                                [IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
+                                [IBV_WR_RDMA_READ] = SV_OP_READ_REQ};
+  memset(&w->hdr, 0, sizeof(w->hdr));
+  w->hdr.op = ops[w->op];
+  w->hdr.imm = w->imm;
+  w->hdr.psn = (uint32_t)seq;
+  w->hdr.rkey = w->rkey;
+  w->hdr.raddr = w->raddr;
+  w->hdr.len = w->len;
+}
+
+/* Appends the iovecs of request w from byte `skip` on to v[n..]; returns the new count. */
+static int wr_iov(sv_swqe_t *w, uint64_t skip, struct iovec *v, int n)
+{
+  uint64_t plen = w->op == IBV_WR_RDMA_READ ? 0 : w->len;
+  if (skip < sizeof(sv_hdr_t)) {
+    v[n].iov_base = (char *)&w->hdr + skip;
+    v[n++].iov_len = sizeof(sv_hdr_t) - skip;
+    skip = 0;
+  } else {
+    skip -= sizeof(sv_hdr_t);
+  }
+  for (uint32_t i = 0; plen && i < w->niov; i++) {
+    if (skip >= w->iov[i].iov_len) {
+      skip -= w->iov[i].iov_len;
+      continue;
+    }
+    v[n].iov_base = (char *)w->iov[i].iov_base + skip;
+    v[n++].iov_len = w->iov[i].iov_len - skip;
+    skip = 0;
+  }
+  return n;
+}
+
+#define SV_TX_IOV 64
+#define SV_TX_BATCH (256u << 10)
+
 static void req_tx(sv_context_t *c, sv_qp_t *qp)
 {
   const sv_config_t *cfg = c->cfg;
@@ -442,41 +494,22 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
         qp->tx_wait_until = now + (uint64_t)cfg->delay_us * 1000ull;
         return;
       }
-      memset(&qp->tx_hdr, 0, sizeof(qp->tx_hdr));
-      static const uint8_t ops[] = {[IBV_WR_RDMA_WRITE] = SV_OP_WRITE,
-                                    [IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
-                                    [IBV_WR_SEND] = SV_OP_SEND,
-                                    [IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
-                                    [IBV_WR_RDMA_READ] = SV_OP_READ_REQ};
-      qp->tx_hdr.op = ops[w->op];
-      qp->tx_hdr.imm = w->imm;
-      qp->tx_hdr.psn = (uint32_t)qp->sq_tx;
-      qp->tx_hdr.rkey = w->rkey;
-      qp->tx_hdr.raddr = w->raddr;
-      qp->tx_hdr.len = w->len;
+      build_hdr(w, qp->sq_tx);
       qp->tx_off = 0;
       qp->tx_started = true;
-      qp->ops_done++;
     }
-    uint64_t plen = w->op == IBV_WR_RDMA_READ ? 0 : w->len;
-    struct iovec v[SV_MAX_SGE + 1];
-    int n = 0;
-    uint64_t skip = qp->tx_off;
-    if (skip < sizeof(sv_hdr_t)) {
-      v[n].iov_base = (char *)&qp->tx_hdr + skip;
-      v[n++].iov_len = sizeof(sv_hdr_t) - skip;
-      skip = 0;
-    } else {
-      skip -= sizeof(sv_hdr_t);
-    }
-    for (uint32_t i = 0; plen && i < w->niov; i++) {
-      if (skip >= w->iov[i].iov_len) {
-        skip -= w->iov[i].iov_len;
-        continue;
-      }
-      v[n].iov_base = (char *)w->iov[i].iov_base + skip;
-      v[n++].iov_len = w->iov[i].iov_len - skip;
-      skip = 0;
+    /* One sendmsg carries the rest of this WR and, when no per-request fault can apply, the
+     * WRs queued behind it (many small requests per system call). */
+    struct iovec v[SV_TX_IOV];
+    int n = wr_iov(w, qp->tx_off, v, 0);
+    uint64_t bytes = wr_bytes(w) - qp->tx_off;
+    bool batch = !cfg->drop_ppm && !cfg->delay_ppm && !cfg->fail_qp_after;
+    for (uint64_t s = qp->sq_tx + 1; batch && s < qp->sq_tail && bytes < SV_TX_BATCH; s++) {
+      sv_swqe_t *x = &qp->sq[s % qp->sq_cap];
+      if (x->local_err != IBV_WC_SUCCESS || n + 1 + (int)x->niov > SV_TX_IOV) break;
+      build_hdr(x, s);
+      n = wr_iov(x, 0, v, n);
+      bytes += wr_bytes(x);
     }
     struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
     ssize_t r = sendmsg(k->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -490,10 +523,21 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
       sv_qp_set_error(qp, IBV_WC_RETRY_EXC_ERR);
       return;
     }
-    qp->tx_off += (uint64_t)r;
     qp->req_progress = now;
-    if (qp->tx_off == sizeof(sv_hdr_t) + plen) {
+    /* advance over the WRs the bytes covered; the last one may be partly written */
+    uint64_t sent = (uint64_t)r;
+    while (sent > 0) {
+      sv_swqe_t *x = &qp->sq[qp->sq_tx % qp->sq_cap];
+      uint64_t rest = wr_bytes(x) - qp->tx_off;
+      if (sent < rest) {
+        qp->tx_off += sent;
+        qp->tx_started = true;
+        break;
+      }
+      sent -= rest;
       qp->sq_tx++;
+      qp->ops_done++;
+      qp->tx_off = 0;
       qp->tx_started = qp->tx_delayed = false;
       qp->tx_retries = 0;
     }
@@ -769,6 +813,12 @@ static void resp_finish(sv_context_t *c, sv_conn_t *k)
 static void resp_rx(sv_context_t *c, sv_conn_t *k)
 {
   while (!k->dead && !k->parked) {
+    /* A READ response is sent from the registered memory itself, so the requests behind the READ
+     * (a WRITE to the same bytes, say) must wait until it is out: RC executes in order. */
+    if (k->reads_out) {
+      resp_tx(c, k);
+      if (k->dead || k->reads_out) return;
+    }
     bool eof = false;
     if (k->in_payload) {
       int r = rx_payload(c, k);
@@ -823,8 +873,11 @@ static void pending_rx(sv_context_t *c, sv_conn_t *k)
   const sv_hdr_t *h = &k->hdr;
   uint8_t status = 1;
   sv_qp_t *qp = NULL;
-  if (h->op == SV_OP_HELLO && h->imm == SV_HELLO_MAGIC && (h->rkey >> 8) == c->listen_port) {
-    qp = c->qps[h->rkey & 0xff];
+  int li = -1;
+  for (int i = 0; i < c->nlisteners; i++)
+    if (c->listen_port[i] == (h->rkey >> 8)) li = i;
+  if (h->op == SV_OP_HELLO && h->imm == SV_HELLO_MAGIC && li >= 0) {
+    qp = c->qps[li * SV_QPS_PER_LISTENER + (h->rkey & 0xff)];
     if (qp && (qp->qp.state == IBV_QPS_RTR || qp->qp.state == IBV_QPS_RTS) &&
         qp->attr.dest_qp_num == h->psn && port_up(c, qp))
       status = 0;
@@ -852,10 +905,10 @@ static void pending_rx(sv_context_t *c, sv_conn_t *k)
   resp_rx(c, k);
 }
 
-static void accept_all(sv_context_t *c)
+static void accept_all(sv_context_t *c, int lfd)
 {
   for (;;) {
-    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     tune_socket(fd);
     sv_conn_t *k = conn_new(c, fd, SV_PENDING, EPOLLIN);
@@ -875,7 +928,7 @@ static void port_fault(sv_context_t *c, int port, bool down)
   sv_log("%s port %d %s (fault injection)", c->dev->dev.name, port, down ? "DOWN" : "ACTIVE");
   sv_async_event(c, down ? IBV_EVENT_PORT_ERR : IBV_EVENT_PORT_ACTIVE, (void *)(intptr_t)port);
   if (!down) return;
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     sv_qp_t *qp = c->qps[i];
     if (!qp || (qp->attr.port_num ? qp->attr.port_num : 1) != port) continue;
     if (qp->qp.state != IBV_QPS_RTR && qp->qp.state != IBV_QPS_RTS) continue;
@@ -908,13 +961,13 @@ static uint64_t timers(sv_context_t *c)
     c->fatal = true;
     sv_log("%s: device fatal error (fault injection)", c->dev->dev.name);
     sv_async_event(c, IBV_EVENT_DEVICE_FATAL, NULL);
-    for (int i = 0; i < SV_QPS_PER_CTX; i++)
+    for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++)
       if (c->qps[i]) sv_qp_set_error(c->qps[i], IBV_WC_GENERAL_ERR);
   }
   uint64_t at[] = {c->port_down_at, c->port_up_at, c->fatal_at};
   for (size_t i = 0; i < 3; i++)
     if (at[i] && at[i] < next) next = at[i];
-  for (int i = 0; i < SV_QPS_PER_CTX; i++) {
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++) {
     sv_qp_t *qp = c->qps[i];
     if (!qp) continue;
     if (qp->qp.state == IBV_QPS_RTS) {
@@ -986,7 +1039,8 @@ static void handle(sv_context_t *c, sv_conn_t *k, uint32_t ev)
   }
   case SV_RESPONDER:
     if (ev & EPOLLOUT) resp_tx(c, k);
-    if (!k->dead && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))) resp_rx(c, k);
+    /* also after EPOLLOUT alone: requests staged behind a finished READ response go on now */
+    if (!k->dead) resp_rx(c, k);
     break;
   }
 }
@@ -999,8 +1053,9 @@ static void dispatch(sv_context_t *c, struct epoll_event *evs, int n)
     if (p == NULL) {
       uint64_t v;
       (void)!read(c->wakefd, &v, sizeof(v));
-    } else if (p == (void *)c) {
-      accept_all(c);
+    } else if ((uintptr_t)p >= (uintptr_t)c->listen_fd &&
+               (uintptr_t)p < (uintptr_t)(c->listen_fd + SV_MAX_LISTENERS)) {
+      accept_all(c, *(int *)p);
     } else {
       handle(c, p, evs[i].events);
     }
@@ -1043,6 +1098,9 @@ void sv_transport_poll(sv_context_t *c)
   int n = c->stop ? 0 : epoll_wait(c->epfd, evs, 16, 0);
   if (n > 0) dispatch(c, evs, n);
   pthread_mutex_unlock(&c->lock);
+  /* Nothing to do here: give the CPU to whoever moves the data (the peer, the progress thread).
+   * Free on an idle host, and it keeps two spinning pollers from starving both transports. */
+  if (n <= 0) sched_yield();
 }
 
 void sv_transport_kick(sv_qp_t *qp)
@@ -1052,32 +1110,46 @@ void sv_transport_kick(sv_qp_t *qp)
   if (qp->sq_tx < qp->sq_tail) sv_transport_wake(qp->sctx);
 }
 
-int sv_transport_start(sv_context_t *c)
+int sv_transport_add_listener(sv_context_t *c)
 {
-  c->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (c->listen_fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = c->cfg->ip};
-  socklen_t len = sizeof(a);
-  if (bind(c->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-      listen(c->listen_fd, 128) != 0 ||
-      getsockname(c->listen_fd, (struct sockaddr *)&a, &len) != 0) {
-    sv_log("cannot listen on %s (%s): %s; set SOFTVERBS_IFNAME", inet_ntoa(c->cfg->ip),
-           c->cfg->ifname, strerror(errno));
-    close(c->listen_fd);
+  if (c->nlisteners == SV_MAX_LISTENERS) {
+    errno = ENOMEM;
     return -1;
   }
-  c->listen_port = ntohs(a.sin_port);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = c->cfg->ip};
+  socklen_t len = sizeof(a);
+  int i = c->nlisteners;
+  struct epoll_event e = {.events = EPOLLIN, .data.ptr = &c->listen_fd[i]};
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 128) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0 ||
+      epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+    int err = errno;
+    sv_log("cannot listen on %s (%s): %s; set SOFTVERBS_IFNAME", inet_ntoa(c->cfg->ip),
+           c->cfg->ifname, strerror(err));
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  c->listen_fd[i] = fd;
+  c->listen_port[i] = ntohs(a.sin_port);
+  c->nlisteners++;
+  return 0;
+}
+
+int sv_transport_start(sv_context_t *c)
+{
   c->epfd = epoll_create1(EPOLL_CLOEXEC);
   c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct epoll_event e1 = {.events = EPOLLIN, .data.ptr = NULL};
-  struct epoll_event e2 = {.events = EPOLLIN, .data.ptr = c};
   if (c->epfd < 0 || c->wakefd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &e1) != 0 ||
-      epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->listen_fd, &e2) != 0 ||
-      pthread_create(&c->thread, NULL, progress, c) != 0) {
+      sv_transport_add_listener(c) != 0 || pthread_create(&c->thread, NULL, progress, c) != 0) {
     int e = errno;
     if (c->epfd >= 0) close(c->epfd);
     if (c->wakefd >= 0) close(c->wakefd);
-    close(c->listen_fd);
+    if (c->nlisteners) close(c->listen_fd[0]);
+    c->nlisteners = 0;
     errno = e;
     return -1;
   }
@@ -1093,7 +1165,7 @@ void sv_transport_stop(sv_context_t *c)
   pthread_mutex_unlock(&c->lock);
   if (c->thread_started) pthread_join(c->thread, NULL);
   pthread_mutex_lock(&c->lock);
-  for (int i = 0; i < SV_QPS_PER_CTX; i++)
+  for (int i = 0; i < c->nlisteners * SV_QPS_PER_LISTENER; i++)
     if (c->qps[i]) sv_transport_qp_close(c->qps[i]);
   while (c->pending) conn_close(c, c->pending);
   while (c->orphans) conn_close(c, c->orphans);
@@ -1104,7 +1176,7 @@ void sv_transport_stop(sv_context_t *c)
     free(k);
   }
   pthread_mutex_unlock(&c->lock);
-  close(c->listen_fd);
+  for (int i = 0; i < c->nlisteners; i++) close(c->listen_fd[i]);
   close(c->epfd);
   close(c->wakefd);
 }

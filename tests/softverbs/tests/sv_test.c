@@ -22,7 +22,10 @@ int svt_open(svt_end_t *e, int cqe, bool channel)
   memset(e, 0, sizeof(*e));
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
-  CHECK(list && n >= 1, "no device (errno %d)", errno);
+  CHECK(list && n >= 1,
+        "no device (errno %d): is the libibverbs.so.1 that was loaded softverbs? (build the "
+        "tests/softverbs/libibverbs.so.1 link: ninja, not a single target)",
+        errno);
   e->ctx = ibv_open_device(list[0]);
   ibv_free_device_list(list);
   CHECK(e->ctx, "ibv_open_device: %s", strerror(errno));

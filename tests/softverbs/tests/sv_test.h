@@ -42,7 +42,7 @@ typedef struct {
 } svt_qp_params_t;
 
 #define SVT_DEFAULT_PARAMS                                                                         \
-  ((svt_qp_params_t){.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12,           \
+  ((svt_qp_params_t){.timeout = 16, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12,           \
                      .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
                                IBV_ACCESS_REMOTE_READ})
 

@@ -2,7 +2,8 @@
  * table), PD/MR rules (access-flag checks, bounds, distinct keys, dma-buf refused, PD in use),
  * the RC state machine with its attribute masks (a wrong mask is EINVAL, like a real device),
  * posting in the wrong state, local key errors as completions, and a loopback QP pair inside one
- * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports. */
+ * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
+ * With "badenv" (an invalid SOFTVERBS_* value in the environment): no device at all. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -187,6 +188,44 @@ static int check_loopback(svt_end_t *e)
   return 0;
 }
 
+/* More QPs than one listener numbers (256): the context opens another listener, QPNs stay unique
+ * and a QP of the second block talks to one of the first. */
+static int check_many_qps(svt_end_t *e)
+{
+  enum { N = 300 };
+  static struct ibv_qp *qps[N];
+  struct ibv_qp_init_attr a = {.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+                               .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
+                                       .max_recv_sge = 1}};
+  for (int i = 0; i < N; i++) {
+    qps[i] = ibv_create_qp(e->pd, &a);
+    CHECK(qps[i], "QP %d: %s", i, strerror(errno));
+    for (int j = 0; j < i; j++) CHECK(qps[j]->qp_num != qps[i]->qp_num, "QPN reused");
+  }
+  svt_end_t x = *e, y = *e;
+  x.qp = qps[0];
+  y.qp = qps[N - 1];
+  svt_info_t ix, iy;
+  svt_local_info(&x, &ix);
+  svt_local_info(&y, &iy);
+  svt_qp_params_t p = SVT_DEFAULT_PARAMS;
+  if (svt_connect(&x, &iy, &p) || svt_connect(&y, &ix, &p)) return 1;
+  static uint64_t src = 0x1122334455667788ull, dst;
+  struct ibv_mr *ms = ibv_reg_mr(e->pd, &src, 8, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_mr *md = ibv_reg_mr(e->pd, &dst, 8, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  CHECK(ms && md, "reg");
+  CHECK(svt_post_rdma(y.qp, IBV_WR_RDMA_WRITE, 21, &src, 8, ms->lkey, (uintptr_t)&dst, md->rkey, 0,
+                      IBV_SEND_SIGNALED) == 0, "post");
+  struct ibv_wc wc;
+  CHECK(svt_poll(e->cq, &wc, 5000) == 1 && wc.wr_id == 21 && wc.status == IBV_WC_SUCCESS,
+        "write from QP %#x to QP %#x: %s", y.qp->qp_num, x.qp->qp_num, ibv_wc_status_str(wc.status));
+  CHECK(dst == src, "data");
+  for (int i = 0; i < N; i++) ibv_destroy_qp(qps[i]);
+  ibv_dereg_mr(ms);
+  ibv_dereg_mr(md);
+  return 0;
+}
+
 static int check_channel(svt_end_t *e)
 {
   int fl = fcntl(e->ch->fd, F_GETFL);
@@ -202,6 +241,15 @@ static int check_channel(svt_end_t *e)
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "badenv") == 0) {
+    /* an invalid knob (the environment of the test sets one) is refused, never defaulted */
+    int n = -1;
+    errno = 0;
+    struct ibv_device **l = ibv_get_device_list(&n);
+    CHECK(!l && n == 0 && errno == EINVAL, "an invalid SOFTVERBS_* value must give no device");
+    printf("ok: invalid configuration refused\n");
+    return 0;
+  }
   bool multi = argc > 1 && strcmp(argv[1], "multi") == 0;
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
@@ -225,8 +273,8 @@ int main(int argc, char **argv)
     return 1;
   ibv_destroy_qp(e.qp);
   e.qp = NULL;
-  if (svt_create_qp(&e, 16, 0) || check_loopback(&e)) return 1;
+  if (svt_create_qp(&e, 16, 0) || check_loopback(&e) || check_many_qps(&e)) return 1;
   svt_close(&e);
-  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback\n");
+  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback, 300 QPs\n");
   return 0;
 }
