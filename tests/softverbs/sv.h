@@ -71,8 +71,9 @@ void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     if (sv_config() && sv_config()->trace) sv_log(__VA_ARGS__);                                    \
   } while (0)
 uint64_t sv_now_ns(void);
-/* A uniformly distributed number in [0, 1e6) for the ppm fault knobs. */
-uint32_t sv_rand_ppm(void);
+/* A uniformly distributed number in [0, 1e6) for the ppm fault knobs; *state (0 = seed it) is
+ * the caller's generator state. */
+uint32_t sv_rand_ppm(uint64_t *state);
 
 /* ---------------------------------------------------------------- objects */
 typedef struct sv_device {
@@ -185,6 +186,7 @@ typedef struct sv_qp {
   uint64_t req_deadline;   /* BACKOFF: next connect attempt; drop/delay: next transmit */
   uint64_t req_progress;   /* last forward progress, for the retry-exceeded bound */
   uint32_t tx_retries;     /* consecutive emulated drops of the WR at sq_tx */
+  uint64_t rng;            /* fault-injection random state */
   uint32_t rnr_count;
   bool tx_started;         /* the WR at sq_tx has been partly written */
   bool tx_delayed;         /* the WR at sq_tx already served its injected delay */

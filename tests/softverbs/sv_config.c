@@ -69,14 +69,17 @@ uint64_t sv_now_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint32_t sv_rand_ppm(void)
+uint32_t sv_rand_ppm(uint64_t *state)
 {
-  static __thread uint64_t s;
-  if (s == 0) s = sv_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s;
-  /* xorshift64*: cheap and good enough for fault injection */
+  /* xorshift64*: cheap and good enough for fault injection. The state lives in the caller's
+   * object (a QP, under the context lock), not in thread-local storage: this library is often
+   * dlopen'ed, and dynamic TLS trips LeakSanitizer's thread scan at exit. */
+  uint64_t s = *state;
+  if (s == 0) s = sv_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)state;
   s ^= s >> 12;
   s ^= s << 25;
   s ^= s >> 27;
+  *state = s;
   return (uint32_t)(((s * 2685821657736338717ull) >> 32) % 1000000u);
 }
 

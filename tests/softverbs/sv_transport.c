@@ -473,7 +473,7 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
         }
         return;
       }
-      if (cfg->drop_ppm && sv_rand_ppm() < cfg->drop_ppm) {
+      if (cfg->drop_ppm && sv_rand_ppm(&qp->rng) < cfg->drop_ppm) {
         /* The request is lost on the wire: the requester notices after its ACK timeout and
          * retransmits, up to retry_cnt times. */
         qp->tx_retries++;
@@ -489,7 +489,7 @@ static void req_tx(sv_context_t *c, sv_qp_t *qp)
         qp->req_progress = now;
         return;
       }
-      if (!qp->tx_delayed && cfg->delay_ppm && sv_rand_ppm() < cfg->delay_ppm) {
+      if (!qp->tx_delayed && cfg->delay_ppm && sv_rand_ppm(&qp->rng) < cfg->delay_ppm) {
         qp->tx_delayed = true;
         qp->tx_wait_until = now + (uint64_t)cfg->delay_us * 1000ull;
         return;
