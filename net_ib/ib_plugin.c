@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "ib.h"
+#include "strand/collnet_stub.h"
 #include "strand/lifetime.h"
 
 void ib_conn_teardown(void); /* ib_conn.c */
@@ -121,3 +122,7 @@ static const strand_net_t ib_net = {
 };
 
 STRAND_NET_PLUGIN(ib_net);
+/* CollNet on the hosts over this transport (collnet_stub, meson option collnet_stub). On a net
+ * that supports GPU memory the stub stays dormant unless NCCL_COLLNET_ENABLE=1, so that its
+ * host-only CollNet device does not switch GPUDirect off for the net (docs/plugins/collnet.md). */
+STRAND_COLLNET_STUB_OPT_IN(ib_net);
