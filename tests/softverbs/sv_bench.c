@@ -4,7 +4,10 @@
  *     completes only once it is applied at the target, as on a NIC;
  *   - latency: ping-pong of 8-byte RDMA WRITE_WITH_IMM each way (the target answers from its
  *     receive completion), reported as half the round trip.
- * Usage: sv_bench [--min BYTES] [--max BYTES] [--depth N] [--lat-iters N] [--csv]
+ * Usage: sv_bench [--min BYTES] [--max BYTES] [--depth N] [--lat-iters N] [--lat-prewrite BYTES]
+ *                 [--csv]
+ * --lat-prewrite B: each ping/pong is a signaled B-byte RDMA WRITE followed by the 8-byte
+ * WRITE_WITH_IMM on the same QP (the shape of a CTS or data-then-notify protocol).
  * Sizes double from --min (default 8) to --max (default 64M); K/M suffixes accepted. Numbers are
  * for comparison on the same machine only: softverbs moves data through TCP loopback. */
 #include <arpa/inet.h>
@@ -171,6 +174,23 @@ static int wait_one(struct ibv_cq *cq)
 
 /* The target: answers every ping (a WRITE_WITH_IMM) with a pong; the bandwidth phase needs
  * nothing from it. Ends on the parent's 'q'. */
+static int g_prewrite;
+
+/* One ping or pong: the optional plain write, then (posted right behind it) the 8-byte
+ * write-with-imm; both signaled. */
+static int ping(end_t *e, const info_t *p, uint64_t id)
+{
+  if (g_prewrite && post_write(e, p, (size_t)g_prewrite, 0, id)) return -1;
+  return post_write(e, p, 8, 1, id);
+}
+
+/* The send completions of one ping. */
+static int ping_done(end_t *e)
+{
+  if (g_prewrite && wait_one(e->scq)) return -1;
+  return wait_one(e->scq);
+}
+
 static int target(int fd, size_t maxsz, int depth, int lat_iters)
 {
   end_t e = {0};
@@ -181,7 +201,7 @@ static int target(int fd, size_t maxsz, int depth, int lat_iters)
   char go;
   if (xfer(fd, &go, 1, 1) || xfer(fd, &go, 1, 0)) FAIL("sync"); /* ready / bandwidth done */
   for (int i = 0; i < lat_iters; i++) {
-    if (wait_one(e.rcq) || post_recv(&e) || post_write(&e, &peer, 8, 1, 2) || wait_one(e.scq))
+    if (wait_one(e.rcq) || post_recv(&e) || ping(&e, &peer, 2) || ping_done(&e))
       FAIL("pong %d", i);
   }
   if (xfer(fd, &go, 1, 0)) FAIL("final sync");
@@ -244,7 +264,7 @@ static int initiator(int fd, size_t minsz, size_t maxsz, int depth, int lat_iter
   if (!lat) FAIL("calloc");
   for (int i = 0; i < lat_iters; i++) {
     double t0 = now_s();
-    if (post_write(&e, &peer, 8, 1, 3) || wait_one(e.rcq) || post_recv(&e) || wait_one(e.scq))
+    if (ping(&e, &peer, 3) || wait_one(e.rcq) || post_recv(&e) || ping_done(&e))
       FAIL("ping %d", i);
     lat[i] = (now_s() - t0) * 1e6 / 2;
   }
@@ -279,15 +299,16 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--max") && i + 1 < argc) maxsz = parse_size(argv[++i]);
     else if (!strcmp(argv[i], "--depth") && i + 1 < argc) depth = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--lat-iters") && i + 1 < argc) lat_iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--lat-prewrite") && i + 1 < argc) g_prewrite = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--csv")) csv = 1;
     else {
       fprintf(stderr, "usage: sv_bench [--min BYTES] [--max BYTES] [--depth N] [--lat-iters N] "
-                      "[--csv]\n");
+                      "[--lat-prewrite BYTES] [--csv]\n");
       return 2;
     }
   }
   if (minsz < 1 || maxsz < minsz || maxsz > (1u << 30) || depth < 1 || depth > 1024 ||
-      lat_iters < 1) {
+      lat_iters < 1 || g_prewrite < 0 || (size_t)g_prewrite > maxsz) {
     fprintf(stderr, "sv_bench: bad arguments (1 <= min <= max <= 1G, 1 <= depth <= 1024)\n");
     return 2;
   }

@@ -788,6 +788,15 @@ static void resp_finish(sv_context_t *c, sv_conn_t *k)
   sv_qp_t *qp = k->qp;
   const sv_hdr_t *h = &k->hdr;
   sv_hdr_t ack = {.op = SV_OP_ACK, .psn = h->psn};
+  if ((k->action == A_WRITE_IMM || k->action == A_SEND) && qp->req &&
+      qp->req_state == SV_REQ_UP) {
+    /* On a wire the peer's ACKs and its next request travel in one direction, in order; here they
+     * use two TCP streams. Take in the responses that already arrived before this request makes a
+     * receive completion, so that "my send completed" is seen before "the reply arrived", as with
+     * a NIC (ping-pong loops rely on it). */
+    req_rx(c, qp);
+    if (k->dead || k->qp != qp || qp->qp.state == IBV_QPS_ERR) return;
+  }
   switch (k->action) {
   case A_WRITE:
     resp_queue(c, k, &ack, NULL);

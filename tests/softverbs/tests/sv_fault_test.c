@@ -212,6 +212,72 @@ static int targ_recv_too_small(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, in
   return svt_sync(fd);
 }
 
+/* ---- completion order on one CQ: a ping-pong of (400-byte WRITE + 8-byte WRITE_WITH_IMM) each
+ * way. On a NIC the peer's ACK of my pong travels before its next ping, so my two send
+ * completions are polled before the next receive completion; loops that poll one CQ rely on it. */
+#define PINGS 3000
+/* Spins (no sleep between polls, as a latency loop does) for up to timeout_ms. */
+static int spin_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+  uint64_t end = now_ms() + (uint64_t)timeout_ms;
+  for (;;) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n != 0) return n;
+    if (now_ms() > end) return 0;
+  }
+}
+
+static int pingpong(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, const svt_info_t *p, bool first)
+{
+  for (int i = 0; i < PINGS; i++) {
+    struct ibv_wc wc;
+    if (!first || i > 0) {
+      CHECK(spin_poll(e->cq, &wc, 5000) == 1 && wc.status == IBV_WC_SUCCESS &&
+                wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM,
+            "round %d: expected the peer's imm, got opcode %d (%s)", i, wc.opcode,
+            ibv_wc_status_str(wc.status));
+      CHECK(svt_post_recv(e->qp, 0, NULL, 0, 0) == 0, "repost");
+    }
+    if (!first && i == PINGS - 1) break;
+    CHECK(svt_post_rdma(e->qp, IBV_WR_RDMA_WRITE, 1, buf, 400, mr->lkey, p->addr, p->rkey, 0,
+                        IBV_SEND_SIGNALED) == 0, "post");
+    CHECK(svt_post_rdma(e->qp, IBV_WR_RDMA_WRITE_WITH_IMM, 2, buf, 8, mr->lkey, p->addr + 512,
+                        p->rkey, (uint32_t)i, IBV_SEND_SIGNALED) == 0, "post");
+    for (uint64_t id = 1; id <= 2; id++) {
+      CHECK(spin_poll(e->cq, &wc, 5000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == id &&
+                wc.opcode == IBV_WC_RDMA_WRITE,
+            "round %d: send completion %llu expected before the reply, got opcode %d wr %llu", i,
+            (unsigned long long)id, wc.opcode, (unsigned long long)wc.wr_id);
+    }
+  }
+  return 0;
+}
+
+static int init_cq_order(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, const svt_info_t *p,
+                         int fd, int child)
+{
+  (void)child;
+  for (int i = 0; i < 8; i++) CHECK(svt_post_recv(e->qp, 0, NULL, 0, 0) == 0, "post_recv");
+  svt_info_t mine = {.addr = (uintptr_t)buf, .rkey = mr->rkey, .len = LEN};
+  CHECK(write(fd, &mine, sizeof(mine)) == (ssize_t)sizeof(mine), "send region");
+  if (svt_sync(fd) || pingpong(e, mr, buf, p, true)) return 1;
+  struct ibv_wc wc;
+  CHECK(svt_poll(e->cq, &wc, 5000) == 1 && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM, "last reply");
+  return svt_sync(fd);
+}
+
+static int targ_cq_order(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
+{
+  for (int i = 0; i < 8; i++) CHECK(svt_post_recv(e->qp, 0, NULL, 0, 0) == 0, "post_recv");
+  svt_info_t p;
+  CHECK(read(fd, &p, sizeof(p)) == (ssize_t)sizeof(p), "peer region");
+  if (svt_sync(fd) || pingpong(e, mr, buf, &p, false)) return 1;
+  /* the last pong */
+  CHECK(svt_post_rdma(e->qp, IBV_WR_RDMA_WRITE_WITH_IMM, 2, buf, 8, mr->lkey, p.addr + 512,
+                      p.rkey, 0, IBV_SEND_SIGNALED) == 0, "post");
+  return svt_sync(fd);
+}
+
 /* ---- peer death */
 static int init_peer_killed(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, const svt_info_t *p,
                             int fd, int child)
@@ -347,6 +413,7 @@ static const fault_case_t cases[] = {
    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, init_no_read, targ_access_err},
   {"recv-too-small", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_recv_too_small,
    targ_recv_too_small},
+  {"cq-order", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_cq_order, targ_cq_order},
   {"rnr-exceeded", P(16, 7, 2, 1), P(16, 7, 7, 1), RW, init_rnr_exceeded, targ_idle},
   {"rnr-recovered", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_rnr_recovered, targ_rnr_recovered},
   {"peer-killed", P(14, 3, 7, 12), P(14, 3, 7, 12), RW, init_peer_killed, targ_sleep},
