@@ -1,0 +1,636 @@
+/* strand-ib smoke and fault test: loads the plugin .so with dlopen, the way NCCL does, and drives
+ * it through ncclNetPlugin_v11 from one thread (both ends in one process unless a case needs a
+ * second one). Runs on tests/softverbs (LD_LIBRARY_PATH), or on a real HCA.
+ *
+ *   ib_smoke PLUGIN.so [case]
+ *     data cases (default "all"): props, transfer, group, oversize, regcache, flush, vdevice
+ *     fault cases (each run alone, with the softverbs knob meson.build sets):
+ *       portdown   SOFTVERBS_PORT_DOWN_MS: a pending receive fails, the WARN names the port
+ *       fatal      SOFTVERBS_FATAL_MS: device fatal event; the pending receive fails
+ *       qperror    SOFTVERBS_FAIL_QP_AFTER: transfers fail, the WARN names the QP and event
+ *       rkey       the receive buffer is deregistered before the data lands: remote access error
+ *       peerkill   the sending process is SIGKILLed: the pending receive fails
+ *       peerkill-send  the receiving process is SIGKILLed: the sender waiting in isend fails
+ *     Each fault must give an error from test() within FAULT_BOUND_S, never a hang.
+ *
+ *     noverbs    (run with an unloadable libibverbs.so.1 first on LD_LIBRARY_PATH) init succeeds
+ *                with 0 devices and the INFO line "no libibverbs: strand-ib offers 0 devices"
+ * Exit status 0 only if every case passed; 77 (skip) when the plugin offers no device. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "plugin_test.h"
+#include "strand/abi/abi.h"
+
+#define SMOKE_TIMEOUT_S 20
+#define FAULT_BOUND_S 10.0
+
+static strand_net_v11_t *net;
+static pt_net_t pn;
+static void *ctx;
+
+/* The last WARN the plugin logged (through the NCCL-style logger we hand to init). */
+static char last_warn[1024];
+static bool saw_no_verbs; /* the INFO line of a host without libibverbs */
+static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...) {
+  (void)flags;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (level == STRAND_LOG_WARN) snprintf(last_warn, sizeof last_warn, "%s", msg);
+  if (strstr(msg, "no libibverbs: strand-ib offers 0 devices")) saw_no_verbs = true;
+  fprintf(stderr, "[plugin %s %s:%d] %s\n", level == STRAND_LOG_WARN ? "WARN" : "INFO", file,
+          line, msg);
+}
+
+static int connect_pair_dev(int dev, void **sc, void **rc) {
+  return pt_connect_pair(&pn, ctx, dev, sc, rc, NULL, SMOKE_TIMEOUT_S);
+}
+
+static int post_send(void *sc, void *buf, size_t size, int tag, void *mh, void **req) {
+  double t0 = pt_now_s();
+  *req = NULL;
+  while (!*req) {
+    strand_result_t rc = net->isend(sc, buf, size, tag, mh, NULL, req);
+    if (rc != STRAND_SUCCESS) return (int)rc;
+    if (pt_now_s() - t0 > SMOKE_TIMEOUT_S) return -1;
+  }
+  return 0;
+}
+
+static int post_recv(void *rc, int n, void **bufs, size_t *sizes, int *tags, void **mhs,
+                     void **req) {
+  double t0 = pt_now_s();
+  *req = NULL;
+  while (!*req) {
+    strand_result_t r = net->irecv(rc, n, bufs, sizes, tags, mhs, NULL, req);
+    if (r != STRAND_SUCCESS) return (int)r;
+    if (pt_now_s() - t0 > SMOKE_TIMEOUT_S) return -1;
+  }
+  return 0;
+}
+
+/* With this set, wait_both returns at the first error of either side (a fault on one QP: the other
+ * end may have nothing in flight that could notice it, as with NCCL's own transport). */
+static bool stop_on_first_error;
+
+/* test() both until done; returns 0, or the first error (results in *rs / *rr). */
+static int wait_both(void *sreq, void *rreq, int *ssize, int *rsizes, int *res_s, int *res_r) {
+  double t0 = pt_now_s();
+  *res_s = *res_r = 0;
+  while (sreq || rreq) {
+    int done = 0;
+    if (sreq) {
+      int r = net->test(sreq, &done, ssize);
+      if (r != STRAND_SUCCESS) *res_s = r, done = 1;
+      if (done) sreq = NULL;
+    }
+    if (rreq) {
+      done = 0;
+      int r = net->test(rreq, &done, rsizes);
+      if (r != STRAND_SUCCESS) *res_r = r, done = 1;
+      if (done) rreq = NULL;
+    }
+    if (stop_on_first_error && (*res_s || *res_r)) return 0;
+    if (pt_now_s() - t0 > SMOKE_TIMEOUT_S) return PT_TIMEOUT;
+  }
+  return 0;
+}
+
+static int case_props(void) {
+  int ndev = 0;
+  PT_CHECK(net->devices(&ndev) == STRAND_SUCCESS && ndev > 0, "devices");
+  for (int d = 0; d < ndev; d++) {
+    strand_props_v11_t p;
+    PT_CHECK(net->getProperties(d, &p) == STRAND_SUCCESS, "getProperties(%d)", d);
+    PT_CHECK(p.name && strchr(p.name, ':'), "device %d name '%s' is not dev:port", d,
+             p.name ? p.name : "(null)");
+    PT_CHECK(p.ptrSupport == STRAND_PTR_HOST, "ptrSupport %#x: only HOST on this host",
+             p.ptrSupport);
+    PT_CHECK(p.maxRecvs == 8, "maxRecvs %d", p.maxRecvs);
+    PT_CHECK(p.speed > 0, "speed %d", p.speed);
+    printf("  device %d: %s speed %d Mb/s port %d pciPath %s guid %#llx\n", d, p.name, p.speed,
+           p.port, p.pciPath ? p.pciPath : "(none)", (unsigned long long)p.guid);
+  }
+  return 0;
+}
+
+/* Sizes crossing the immediate-size limit (2 MiB) and the QP split threshold; byte-exact with the
+ * true size, guard bytes after the receive untouched. */
+static int transfer_on(int dev) {
+  void *sc, *rc;
+  if (connect_pair_dev(dev, &sc, &rc)) return -1;
+  static const size_t sizes[] = {0, 1, 8, 4097, 65536, 1 << 20, (2 << 20) + 3, 8 << 20};
+  size_t max = 8 << 20;
+  char *sb = malloc(max), *rb = malloc(max + 64);
+  void *smh = NULL, *rmh = NULL;
+  PT_CHECK(sb && rb, "malloc");
+  PT_CHECK(net->regMr(sc, sb, max, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr send");
+  PT_CHECK(net->regMr(rc, rb, max + 64, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr recv");
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t n = sizes[k];
+    pt_fill(sb, n, (unsigned)k + 7);
+    memset(rb, 0xee, max + 64);
+    void *rr, *sr;
+    void *bufs[1] = {rb};
+    size_t rsz[1] = {max};
+    int tags[1] = {5};
+    void *mhs[1] = {rmh};
+    PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
+    PT_CHECK(post_send(sc, sb, n, 5, smh, &sr) == 0, "isend %zu", n);
+    int ss = -1, rs[8] = {-1}, es, er;
+    PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && es == 0 && er == 0,
+             "%zu bytes: errors %d/%d", n, es, er);
+    PT_CHECK(rs[0] == (int)n && ss == (int)n, "%zu bytes: sizes %d/%d", n, rs[0], ss);
+    PT_CHECK(pt_verify(rb, n, (unsigned)k + 7) < 0, "%zu bytes: data differs at %ld", n,
+             pt_verify(rb, n, (unsigned)k + 7));
+    PT_CHECK((unsigned char)rb[n] == 0xee, "%zu bytes: wrote past the message", n);
+  }
+  net->deregMr(sc, smh);
+  net->deregMr(rc, rmh);
+  free(sb);
+  free(rb);
+  PT_CHECK(net->closeSend(sc) == STRAND_SUCCESS && net->closeRecv(rc) == STRAND_SUCCESS, "close");
+  return 0;
+}
+
+static int case_transfer(void) { return transfer_on(0); }
+
+/* A grouped receive of 3 (tags 10, 11, 12; one of size 0) matched by sends posted out of order. */
+static int case_group(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  enum { N = 3, SZ = 300000 };
+  char *sb = malloc(N * SZ), *rb = malloc(N * SZ);
+  void *smh, *rmh;
+  PT_CHECK(net->regMr(sc, sb, N * SZ, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->regMr(rc, rb, N * SZ, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  size_t lens[N] = {SZ - 1, 0, 1234};
+  void *bufs[N], *mhs[N];
+  size_t rsz[N];
+  int tags[N];
+  for (int i = 0; i < N; i++) {
+    bufs[i] = rb + i * SZ;
+    mhs[i] = rmh;
+    rsz[i] = SZ;
+    tags[i] = 10 + i;
+    pt_fill(sb + i * SZ, lens[i], 100u + (unsigned)i);
+  }
+  void *rr, *sr[N];
+  PT_CHECK(post_recv(rc, N, bufs, rsz, tags, mhs, &rr) == 0, "irecv n=3");
+  const int order[N] = {2, 0, 1};
+  for (int k = 0; k < N; k++) {
+    int i = order[k];
+    PT_CHECK(post_send(sc, sb + i * SZ, lens[i], 10 + i, smh, &sr[k]) == 0, "isend tag %d", 10 + i);
+  }
+  int rs[8] = {0}, ss, es, er;
+  PT_CHECK(wait_both(sr[0], rr, &ss, rs, &es, &er) == 0 && !es && !er, "group: %d/%d", es, er);
+  for (int k = 1; k < N; k++)
+    PT_CHECK(wait_both(sr[k], NULL, &ss, NULL, &es, &er) == 0 && !es, "send %d", k);
+  for (int i = 0; i < N; i++) {
+    PT_CHECK(rs[i] == (int)lens[i], "slot %d size %d, sent %zu", i, rs[i], lens[i]);
+    PT_CHECK(pt_verify(rb + i * SZ, lens[i], 100u + (unsigned)i) < 0, "slot %d data", i);
+  }
+  net->deregMr(sc, smh);
+  net->deregMr(rc, rmh);
+  free(sb);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* A send larger than the posted receive: an error on both sides, the receive buffer untouched,
+ * and the comm still carries the next message. */
+static int case_oversize(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *sb = malloc(16384), *rb = malloc(16384);
+  void *smh, *rmh;
+  PT_CHECK(net->regMr(sc, sb, 16384, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->regMr(rc, rb, 16384, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  memset(rb, 0x5c, 16384);
+  pt_fill(sb, 16384, 9);
+  void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
+  size_t rsz[1] = {4096};
+  int tags[1] = {1};
+  PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
+  PT_CHECK(post_send(sc, sb, 16384, 1, smh, &sr) == 0, "isend");
+  int ss, rs[8], es, er;
+  PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0, "oversize: hang");
+  PT_CHECK(es != 0 && er != 0, "oversize: sender %d receiver %d (both must fail)", es, er);
+  for (int i = 0; i < 16384; i++) PT_CHECK((unsigned char)rb[i] == 0x5c, "byte %d written", i);
+  rsz[0] = 16384;
+  PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv after");
+  PT_CHECK(post_send(sc, sb, 16384, 1, smh, &sr) == 0, "isend after");
+  PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && !es && !er && rs[0] == 16384,
+           "comm unusable after the size error");
+  PT_CHECK(pt_verify(rb, 16384, 9) < 0, "data after");
+  net->deregMr(sc, smh);
+  net->deregMr(rc, rmh);
+  free(sb);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* The registration cache: many regMr of one range (and of sub-ranges) on two comms, each handle
+ * usable, each deregistered once; a second deregMr of a handle is refused. */
+static int case_regcache(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  size_t len = 1 << 20;
+  char *b = malloc(len), *rb = malloc(len);
+  void *mh[16], *rmh;
+  double t0 = pt_now_s();
+  for (int i = 0; i < 16; i++)
+    PT_CHECK(net->regMr(i % 2 ? sc : rc, b + (i % 4) * 4096, len - (size_t)(i % 4) * 4096,
+                        STRAND_PTR_HOST, &mh[i]) == STRAND_SUCCESS,
+             "regMr %d", i);
+  printf("  16 registrations of one range: %.3f ms\n", (pt_now_s() - t0) * 1e3);
+  PT_CHECK(net->regMr(rc, rb, len, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  pt_fill(b + 4096, 5000, 3);
+  void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
+  size_t rsz[1] = {len};
+  int tags[1] = {0};
+  PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
+  PT_CHECK(post_send(sc, b + 4096, 5000, 0, mh[5], &sr) == 0, "isend");
+  int ss, rs[8], es, er;
+  PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && !es && !er, "transfer");
+  PT_CHECK(pt_verify(rb, 5000, 3) < 0, "data");
+  for (int i = 0; i < 16; i++)
+    PT_CHECK(net->deregMr(i % 2 ? sc : rc, mh[i]) == STRAND_SUCCESS, "deregMr %d", i);
+  PT_CHECK(net->deregMr(sc, mh[3]) != STRAND_SUCCESS, "second deregMr accepted");
+  net->deregMr(rc, rmh);
+  free(b);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* iflush through the loopback QP's RDMA read (STRAND_IB_FORCE_FLUSH=1; without it the plugin
+ * returns "done" at once for host memory, which also passes). */
+static int case_flush(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *sb = malloc(65536), *rb = malloc(65536);
+  void *smh, *rmh;
+  PT_CHECK(net->regMr(sc, sb, 65536, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->regMr(rc, rb, 65536, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
+  size_t rsz[1] = {65536};
+  int tags[1] = {0};
+  for (int round = 0; round < 3; round++) {
+    pt_fill(sb, 65536, 40u + (unsigned)round);
+    PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
+    PT_CHECK(post_send(sc, sb, 65536, 0, smh, &sr) == 0, "isend");
+    int ss, rs[8], es, er;
+    PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && !es && !er, "transfer");
+    void *fr = NULL;
+    int fsz[1] = {rs[0]};
+    PT_CHECK(net->iflush(rc, 1, bufs, fsz, mhs, &fr) == STRAND_SUCCESS, "iflush");
+    if (fr) PT_CHECK(pt_wait(&pn, fr, NULL, SMOKE_TIMEOUT_S) == STRAND_SUCCESS, "flush request");
+    PT_CHECK(pt_verify(rb, 65536, 40u + (unsigned)round) < 0, "data");
+  }
+  net->deregMr(sc, smh);
+  net->deregMr(rc, rmh);
+  free(sb);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* NIC fusion: devices 0 and 1 fused into one virtual device that carries data over both rails
+ * (skipped with fewer than 2 devices). */
+static int case_vdevice(void) {
+  int ndev = 0;
+  net->devices(&ndev);
+  if (ndev < 2) {
+    printf("  vdevice: skipped (%d device)\n", ndev);
+    return 0;
+  }
+  strand_vprops_v11_t vp = {.ndevs = 2, .devs = {0, 1}};
+  int vd = -1;
+  PT_CHECK(net->makeVDevice(&vd, &vp) == STRAND_SUCCESS && vd == ndev, "makeVDevice -> %d", vd);
+  strand_props_v11_t p;
+  PT_CHECK(net->getProperties(vd, &p) == STRAND_SUCCESS && p.vProps.ndevs == 2, "vprops");
+  printf("  virtual device %d: %s speed %d\n", vd, p.name, p.speed);
+  return transfer_on(vd);
+}
+
+/* ---- faults ---- */
+
+/* Posts a receive that no send will match and polls it until test() fails; checks the bound and
+ * that the WARN contains `want`. */
+static int expect_recv_error(void *rc, void *rmh, void *rb, const char *want, double t0) {
+  void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr;
+  size_t rsz[1] = {4096};
+  int tags[1] = {0};
+  int r = net->irecv(rc, 1, bufs, rsz, tags, mhs, NULL, &rr);
+  if (r == STRAND_SUCCESS && rr) r = pt_wait(&pn, rr, NULL, FAULT_BOUND_S + 5);
+  double dt = pt_now_s() - t0;
+  PT_CHECK(r != STRAND_SUCCESS && r != PT_TIMEOUT, "no error from the receive (result %d)", r);
+  PT_CHECK(dt <= FAULT_BOUND_S, "error only after %.1f s (bound %.0f s)", dt, FAULT_BOUND_S);
+  PT_CHECK(strstr(last_warn, want) != NULL, "last WARN does not mention '%s': %s", want, last_warn);
+  printf("  error %d after %.2f s: %s\n", r, dt, last_warn);
+  return 0;
+}
+
+static int case_portdown(void) {
+  double t0 = pt_now_s(); /* the knob counts from device discovery, at init: close enough */
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *rb = malloc(4096);
+  void *rmh;
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  int r = expect_recv_error(rc, rmh, rb, "sv0:1", t0);
+  net->deregMr(rc, rmh);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return r;
+}
+
+/* SOFTVERBS_FATAL_MS: IBV_EVENT_DEVICE_FATAL; every comm on the device fails, naming it. */
+static int case_fatal(void) {
+  double t0 = pt_now_s();
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *rb = malloc(4096);
+  void *rmh;
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  int r = expect_recv_error(rc, rmh, rb, "sv0", t0);
+  net->deregMr(rc, rmh);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return r;
+}
+
+static int case_qperror(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *sb = malloc(4096), *rb = malloc(4096);
+  void *smh, *rmh;
+  PT_CHECK(net->regMr(sc, sb, 4096, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  double t0 = pt_now_s();
+  int es = 0, er = 0;
+  stop_on_first_error = true;
+  for (int i = 0; i < 1000 && !es && !er; i++) {
+    void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr = NULL, *sr = NULL;
+    size_t rsz[1] = {4096};
+    int tags[1] = {0}, ss, rs[8];
+    if ((er = post_recv(rc, 1, bufs, rsz, tags, mhs, &rr)) != 0) break;
+    /* Post the send while watching the receive: a QP failed before the receive's clear-to-send
+     * went out leaves the sender nothing to notice, and the receive's error must end the wait. */
+    double t1 = pt_now_s();
+    while (!sr && !es && !er) {
+      es = net->isend(sc, sb, 4096, 0, smh, NULL, &sr);
+      int done = 0;
+      if (!sr && !es) er = net->test(rr, &done, rs), rr = done || er ? NULL : rr;
+      PT_CHECK(pt_now_s() - t1 < FAULT_BOUND_S, "neither side moved for %.0f s", FAULT_BOUND_S);
+    }
+    if (es || er) break;
+    PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0, "hang after %d transfers", i);
+  }
+  double dt = pt_now_s() - t0;
+  PT_CHECK(es || er, "1000 transfers without the injected QP error");
+  PT_CHECK(dt <= FAULT_BOUND_S, "error only after %.1f s", dt);
+  PT_CHECK(strstr(last_warn, "QP") != NULL, "WARN does not name the QP: %s", last_warn);
+  printf("  errors %d/%d after %.2f s: %s\n", es, er, dt, last_warn);
+  net->deregMr(sc, smh);
+  net->deregMr(rc, rmh);
+  free(sb);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* The receive buffer's registration is released while the receive is posted: the sender's RDMA
+ * write meets a dead rkey, which a NIC answers with a remote access error. */
+static int case_rkey(void) {
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  char *sb = malloc(8192), *rb = malloc(8192);
+  void *smh, *rmh;
+  PT_CHECK(net->regMr(sc, sb, 8192, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  PT_CHECK(net->regMr(rc, rb, 8192, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
+  size_t rsz[1] = {8192};
+  int tags[1] = {0};
+  PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
+  PT_CHECK(net->deregMr(rc, rmh) == STRAND_SUCCESS, "deregMr");
+  double t0 = pt_now_s();
+  PT_CHECK(post_send(sc, sb, 8192, 0, smh, &sr) == 0, "isend");
+  int ss, rs[8], es, er;
+  int w = wait_both(sr, rr, &ss, rs, &es, &er);
+  double dt = pt_now_s() - t0;
+  PT_CHECK(w == 0 && es != 0, "the sender saw no error (wait %d, send %d)", w, es);
+  PT_CHECK(dt <= FAULT_BOUND_S, "error after %.1f s", dt);
+  PT_CHECK(strstr(last_warn, "access") || strstr(last_warn, "QP"), "WARN: %s", last_warn);
+  printf("  sender %d receiver %d after %.2f s: %s\n", es, er, dt, last_warn);
+  net->deregMr(sc, smh);
+  free(sb);
+  free(rb);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  return 0;
+}
+
+/* Child of peerkill: connect to the handle in argv (hex), say "up", wait to be killed. */
+static int peer_child(const char *hex) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++) sscanf(hex + 2 * i, "%2hhx", &handle[i]);
+  void *sc = NULL;
+  double t0 = pt_now_s();
+  while (!sc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    if (net->connect(ctx, 0, handle, &sc, NULL) != STRAND_SUCCESS) return 1;
+  if (!sc) return 1;
+  printf("up\n");
+  fflush(stdout);
+  sleep(60);
+  return 0;
+}
+
+/* Child of peerkill-send: listen, print the handle (hex), accept, say "up", wait to be killed. */
+static int peer_child_recv(void) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *rc = NULL;
+  if (net->listen(ctx, 0, handle, &lc) != STRAND_SUCCESS) return 1;
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++) printf("%02x", (unsigned char)handle[i]);
+  printf("\n");
+  fflush(stdout);
+  double t0 = pt_now_s();
+  while (!rc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    if (net->accept(lc, &rc, NULL) != STRAND_SUCCESS) return 1;
+  if (!rc) return 1;
+  printf("up\n");
+  fflush(stdout);
+  sleep(60);
+  return 0;
+}
+
+/* The receiving process is SIGKILLed while this side waits in isend for a clear-to-send that will
+ * never come (no request exists yet): isend itself must return an error within the bound. */
+static int case_peerkill_send(const char *self, const char *plugin) {
+  int fds[2];
+  PT_CHECK(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(self, self, plugin, "peer_child_recv", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *in = fdopen(fds[0], "r");
+  char hex[2 * STRAND_NET_HANDLE_MAXSIZE + 8] = "", up[8] = "";
+  PT_CHECK(in && fgets(hex, sizeof hex, in) && strlen(hex) >= 2 * STRAND_NET_HANDLE_MAXSIZE,
+           "child handle");
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++) sscanf(hex + 2 * i, "%2hhx", &handle[i]);
+  void *sc = NULL;
+  double t0 = pt_now_s();
+  while (!sc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    PT_CHECK(net->connect(ctx, 0, handle, &sc, NULL) == STRAND_SUCCESS, "connect");
+  PT_CHECK(sc && fgets(up, sizeof up, in) && !strncmp(up, "up", 2), "child not up");
+  char *sb = malloc(4096);
+  void *smh, *sr = NULL;
+  PT_CHECK(net->regMr(sc, sb, 4096, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  t0 = pt_now_s();
+  int r = STRAND_SUCCESS;
+  while (r == STRAND_SUCCESS && !sr && pt_now_s() - t0 < FAULT_BOUND_S + 5)
+    r = net->isend(sc, sb, 4096, 0, smh, NULL, &sr);
+  double dt = pt_now_s() - t0;
+  PT_CHECK(r != STRAND_SUCCESS && !sr, "isend: result %d request %p after the receiver died", r, sr);
+  PT_CHECK(dt <= FAULT_BOUND_S, "error after %.1f s", dt);
+  PT_CHECK(strstr(last_warn, "peer"), "WARN: %s", last_warn);
+  printf("  isend error %d after %.2f s: %s\n", r, dt, last_warn);
+  net->deregMr(sc, smh);
+  free(sb);
+  net->closeSend(sc);
+  fclose(in);
+  return 0;
+}
+
+static int case_peerkill(const char *self, const char *plugin) {
+  char handle[STRAND_NET_HANDLE_MAXSIZE], hex[2 * STRAND_NET_HANDLE_MAXSIZE + 1];
+  void *lc = NULL, *rc = NULL;
+  PT_CHECK(net->listen(ctx, 0, handle, &lc) == STRAND_SUCCESS, "listen");
+  for (int i = 0; i < STRAND_NET_HANDLE_MAXSIZE; i++)
+    snprintf(hex + 2 * i, 3, "%02x", (unsigned char)handle[i]);
+  int fds[2];
+  PT_CHECK(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(self, self, plugin, "peer_child", hex, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  double t0 = pt_now_s();
+  while (!rc && pt_now_s() - t0 < SMOKE_TIMEOUT_S)
+    PT_CHECK(net->accept(lc, &rc, NULL) == STRAND_SUCCESS, "accept");
+  PT_CHECK(rc, "child never connected");
+  char up[8] = "";
+  PT_CHECK(read(fds[0], up, 3) == 3 && !strncmp(up, "up", 2), "child not up");
+  char *rb = malloc(4096);
+  void *rmh;
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  int r = expect_recv_error(rc, rmh, rb, "peer", pt_now_s());
+  net->deregMr(rc, rmh);
+  free(rb);
+  net->closeRecv(rc);
+  net->closeListen(lc);
+  close(fds[0]);
+  return r;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PLUGIN.so [case]\n", argv[0]);
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  net = pt_load_table(argv[1], "ncclNetPlugin_v11");
+  if (!net || strcmp(net->name, "strand-ib") != 0) {
+    fprintf(stderr, "ncclNetPlugin_v11 missing or misnamed\n");
+    return 1;
+  }
+  pn = PT_NET(net);
+  if (net->init(&ctx, 1, NULL, logger, NULL) != STRAND_SUCCESS) {
+    fprintf(stderr, "init failed\n");
+    return 1;
+  }
+  const char *which = argc > 2 ? argv[2] : "all";
+  if (!strcmp(which, "peer_child")) return argc > 3 ? peer_child(argv[3]) : 2;
+  if (!strcmp(which, "peer_child_recv")) return peer_child_recv();
+  int ndev = 0;
+  net->devices(&ndev);
+  if (!strcmp(which, "noverbs")) {
+    /* Run with a libibverbs.so.1 that cannot load first on the path: init succeeded (above),
+     * 0 devices, and the INFO line says why. */
+    printf("noverbs: %d devices, INFO line %s\n", ndev, saw_no_verbs ? "seen" : "missing");
+    net->finalize(ctx);
+    return ndev == 0 && saw_no_verbs ? 0 : 1;
+  }
+  if (ndev == 0) {
+    printf("SKIP: strand-ib offers 0 devices here (no verbs device; run with "
+           "LD_LIBRARY_PATH=<softverbs build dir>)\n");
+    return 77;
+  }
+  struct {
+    const char *name;
+    int (*fn)(void);
+    bool in_all;
+  } cases[] = {{"props", case_props, true},     {"transfer", case_transfer, true},
+               {"group", case_group, true},     {"oversize", case_oversize, true},
+               {"regcache", case_regcache, true}, {"flush", case_flush, true},
+               {"vdevice", case_vdevice, true}, {"portdown", case_portdown, false},
+               {"qperror", case_qperror, false}, {"rkey", case_rkey, false},
+               {"fatal", case_fatal, false}};
+  int ran = 0;
+  if (!strcmp(which, "peerkill")) {
+    ran = 1;
+    printf("case peerkill\n");
+    if (case_peerkill(argv[0], argv[1]) != 0) printf("FAIL peerkill\n");
+  }
+  if (!strcmp(which, "peerkill-send")) {
+    ran = 1;
+    printf("case peerkill-send\n");
+    if (case_peerkill_send(argv[0], argv[1]) != 0) printf("FAIL peerkill-send\n");
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (strcmp(which, cases[i].name) && !(cases[i].in_all && !strcmp(which, "all"))) continue;
+    ran++;
+    printf("case %s\n", cases[i].name);
+    double t0 = pt_now_s();
+    int r = cases[i].fn();
+    printf("%s %s (%.2f s)\n", r == 0 ? "ok" : "FAIL", cases[i].name, pt_now_s() - t0);
+  }
+  if (!ran) {
+    fprintf(stderr, "unknown case %s\n", which);
+    return 2;
+  }
+  net->finalize(ctx);
+  return pt_failures ? 1 : 0;
+}
