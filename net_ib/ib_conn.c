@@ -342,7 +342,9 @@ strand_result_t ib_flush_qp_open(ib_comm_t *c) {
 
 #define IB_ACCEPT_PENDING 64
 
-typedef enum { ST_SOCK = 0, ST_SEND_INFO, ST_RECV_INFO, ST_READY } ib_stage_t;
+/* ST_DONE: an accepted set-up that finished but waits in its pending slot because ib_accept hands
+ * out one comm per call; it must not be stepped again (it would read a second ready byte). */
+typedef enum { ST_SOCK = 0, ST_SEND_INFO, ST_RECV_INFO, ST_READY, ST_DONE } ib_stage_t;
 
 /* One connection in set-up, on either side. */
 typedef struct ib_setup {
@@ -608,6 +610,7 @@ failed:
 static strand_sock_status_t accept_step(ib_listen_t *lc, ib_setup_t *s) {
   const char *fail = NULL;
   char why[128]; /* `fail` may point here: it must outlive the blocks below */
+  if (s->stage == ST_DONE) return STRAND_SOCK_DONE;
   if (s->stage == ST_RECV_INFO) {
     strand_sock_status_t st = move(s, false, &s->in, sizeof s->in);
     if (st == STRAND_SOCK_ERROR) {
@@ -649,7 +652,10 @@ static strand_sock_status_t accept_step(ib_listen_t *lc, ib_setup_t *s) {
       fail = "the connector did not confirm its QPs";
       goto failed;
     }
-    if (st == STRAND_SOCK_DONE) return STRAND_SOCK_DONE;
+    if (st == STRAND_SOCK_DONE) {
+      s->stage = ST_DONE;
+      return STRAND_SOCK_DONE;
+    }
   }
 wait:
   if (ib_now_ms() <= s->deadline_ms) return STRAND_SOCK_IN_PROGRESS;
