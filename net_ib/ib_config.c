@@ -52,20 +52,6 @@ static const strand_param_def_t ib_param_defs[] = {
                       "(tests the GPU Direct flush path without a GPU)"),
 };
 
-static strand_result_t copy_string(const char *name, char *out, size_t outlen) {
-  const char *v = NULL;
-  strand_result_t r = strand_param_get_string(name, &v);
-  if (r != STRAND_SUCCESS) return r;
-  out[0] = '\0';
-  if (!v) return STRAND_SUCCESS;
-  if (strlen(v) >= outlen) {
-    STRAND_WARN("%s is longer than %zu characters", name, outlen - 1);
-    return STRAND_INVALID_USAGE;
-  }
-  snprintf(out, outlen, "%s", v);
-  return STRAND_SUCCESS;
-}
-
 static strand_result_t get_int(const char *name, long *out) {
   int64_t v = 0;
   strand_result_t r = strand_param_get_int(name, &v);
@@ -82,12 +68,13 @@ strand_result_t ib_params_load(void) {
   long gid = 0, roce = 0, timeout = 0, retry = 0, sl = 0, tc = 0, pkey = 0, qps = 0;
   int fam = 0;
   if ((r = strand_param_get_bool("NCCL_IB_DISABLE", &ib_params.disable)) != STRAND_SUCCESS ||
-      (r = copy_string("NCCL_IB_HCA", ib_params.hca, sizeof ib_params.hca)) != STRAND_SUCCESS ||
+      (r = strand_param_copy_string("NCCL_IB_HCA", ib_params.hca, sizeof ib_params.hca)) !=
+          STRAND_SUCCESS ||
       (r = get_int("NCCL_IB_GID_INDEX", &gid)) != STRAND_SUCCESS ||
       (r = get_int("NCCL_IB_ROCE_VERSION_NUM", &roce)) != STRAND_SUCCESS ||
       (r = strand_param_get_enum("NCCL_IB_ADDR_FAMILY", &fam, NULL)) != STRAND_SUCCESS ||
-      (r = copy_string("NCCL_IB_ADDR_RANGE", ib_params.addr_range,
-                       sizeof ib_params.addr_range)) != STRAND_SUCCESS ||
+      (r = strand_param_copy_string("NCCL_IB_ADDR_RANGE", ib_params.addr_range,
+                                    sizeof ib_params.addr_range)) != STRAND_SUCCESS ||
       (r = get_int("NCCL_IB_TIMEOUT", &timeout)) != STRAND_SUCCESS ||
       (r = get_int("NCCL_IB_RETRY_CNT", &retry)) != STRAND_SUCCESS ||
       (r = get_int("NCCL_IB_SL", &sl)) != STRAND_SUCCESS ||

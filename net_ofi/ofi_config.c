@@ -31,20 +31,6 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "how long close waits for in-flight operations before leaving them to drain"),
 };
 
-static strand_result_t copy_string_param(const char *name, char *out, size_t outlen) {
-  const char *v = NULL;
-  strand_result_t r = strand_param_get_string(name, &v);
-  if (r != STRAND_SUCCESS) return r;
-  out[0] = '\0';
-  if (!v) return STRAND_SUCCESS;
-  if (strlen(v) >= outlen) {
-    STRAND_WARN("%s is longer than %zu characters", name, outlen - 1);
-    return STRAND_INVALID_USAGE;
-  }
-  snprintf(out, outlen, "%s", v);
-  return STRAND_SUCCESS;
-}
-
 strand_result_t ofi_params_load(void) {
   strand_result_t r = strand_params_register(ofi_param_defs, STRAND_PARAM_COUNT(ofi_param_defs));
   if (r != STRAND_SUCCESS) return r;
@@ -53,10 +39,10 @@ strand_result_t ofi_params_load(void) {
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
   int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0;
-  if ((r = copy_string_param("STRAND_OFI_PROVIDER", ofi_params.provider,
-                             sizeof ofi_params.provider)) != STRAND_SUCCESS ||
-      (r = copy_string_param("STRAND_OFI_DOMAINS", ofi_params.domains,
-                             sizeof ofi_params.domains)) != STRAND_SUCCESS ||
+  if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
+                                    sizeof ofi_params.provider)) != STRAND_SUCCESS ||
+      (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
+                                    sizeof ofi_params.domains)) != STRAND_SUCCESS ||
       (r = strand_param_get_bool("STRAND_OFI_HMEM", &hmem)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_PROBE_MS", &probe)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_PEER_TIMEOUT_S", &timeout)) != STRAND_SUCCESS ||

@@ -325,6 +325,20 @@ strand_result_t strand_param_get_string(const char *name, const char **out) {
   return STRAND_SUCCESS;
 }
 
+strand_result_t strand_param_copy_string(const char *name, char *out, size_t outlen) {
+  if (out == NULL || outlen == 0) return STRAND_INTERNAL_ERROR;
+  out[0] = '\0';
+  const char *v = NULL;
+  strand_result_t r = strand_param_get_string(name, &v);
+  if (r != STRAND_SUCCESS || v == NULL) return r;
+  if (strlen(v) >= outlen) {
+    STRAND_WARN("%s is longer than %zu characters", name, outlen - 1);
+    return STRAND_INVALID_USAGE;
+  }
+  snprintf(out, outlen, "%s", v);
+  return STRAND_SUCCESS;
+}
+
 strand_result_t strand_param_get_enum(const char *name, int *index_out, const char **word_out) {
   entry_t *e;
   strand_result_t r = fetch(name, MASK(STRAND_PARAM_TYPE_ENUM), &e);

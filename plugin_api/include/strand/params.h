@@ -106,6 +106,10 @@ strand_result_t strand_param_get_int(const char *name, int64_t *out);
 strand_result_t strand_param_get_bool(const char *name, bool *out);
 strand_result_t strand_param_get_string(const char *name, const char **out);
 strand_result_t strand_param_get_enum(const char *name, int *index_out, const char **word_out);
+/* get_string into a caller's fixed buffer (a plugin keeping its configuration in a struct): ""
+ * for an unset parameter with a NULL default; a value that does not fit is STRAND_INVALID_USAGE
+ * with a WARN naming the parameter and the limit, and `out` is then "". */
+strand_result_t strand_param_copy_string(const char *name, char *out, size_t outlen);
 
 /* Where the value came from, and the variable that supplied it (NULL for the default). Same
  * results as the getters. */
