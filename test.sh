@@ -34,6 +34,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
 python3 - build "$ASAN_DIR" <<'PY'
 import json, sys
 passed = failed = skipped = 0
+failures = []  # (build dir, test name, result, output tail)
 for d in sys.argv[1:]:
     try:
         lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
@@ -49,6 +50,14 @@ for d in sys.argv[1:]:
             skipped += 1
         else:
             failed += 1
+            j = json.loads(line)
+            failures.append((d, j.get("name", "?"), r, j.get("stdout") or ""))
+# CI keeps only the tail of this script's output: name every failure here, at the end, with the
+# last lines its test printed, so a failure is never hidden above the part that was kept.
+for d, name, r, out in failures:
+    print(f"test.sh: FAILED in {d}/: {name} ({r})")
+    for l in out.rstrip().splitlines()[-25:]:
+        print(f"    | {l}")
 open("build/test-summary.txt", "w").write(f"{passed} {failed} {skipped}\n")
 PY
 read -r passed failed skipped < build/test-summary.txt
