@@ -73,6 +73,10 @@ typedef struct {
 typedef struct {
   int nbands;
   sk_tuner_band_t bands[SK_TUNER_MAX_BANDS];
+  /* STRAND_SOCKET_TUNER_ALLGATHER_RING: an all-gather whose byte count (NCCL's nBytes, one rank's
+   * share) lies in [ag_ring_min, ag_ring_max] runs as ring when NCCL picked PAT and offers ring;
+   * ag_ring_max == 0 = never. */
+  uint64_t ag_ring_min, ag_ring_max;
 } sk_tuner_policy_t;
 
 typedef struct {
@@ -243,7 +247,7 @@ strand_result_t sk_config_load(int link_speed_mbps, int ncpus);
 /* Register the plugin's parameter table (idempotent). sk_config_load does it; the tuner, which
  * NCCL may initialise although the net side never was, calls it before reading its knobs. */
 strand_result_t sk_params_register(void);
-/* Read STRAND_SOCKET_TUNER / STRAND_SOCKET_TUNER_CHANNELS. A bad value is a WARN naming it and
+/* Read STRAND_SOCKET_TUNER / _TUNER_CHANNELS / _TUNER_ALLGATHER_RING. A bad value is a WARN naming it and
  * STRAND_INVALID_USAGE, as for every other knob. */
 strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy);
 
@@ -257,7 +261,11 @@ strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *polic
 int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes);
 /* The band a collective of nbytes falls in, or NULL above the last band. */
 const sk_tuner_band_t *sk_tuner_policy_band(const sk_tuner_policy_t *policy, uint64_t nbytes);
-/* "<=64K:2 <=2M:4 above:NCCL" style text for the INFO line. */
+/* STRAND_SOCKET_TUNER_ALLGATHER_RING grammar: "MIN-MAX" (sizes as above, MIN <= MAX), or "0" / "off"
+ * / "" for never. Sets policy->ag_ring_min/max; on error they are untouched and `err` says why. */
+strand_result_t sk_tuner_range_parse(const char *text, sk_tuner_policy_t *policy, char *err,
+                                      size_t errlen);
+/* "<=64K:2 <=2M:4 above:NCCL" style text for the INFO line (plus the all-gather ring range). */
 void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len);
 const sk_config_t *sk_config(void);
 const sk_dev_t *sk_device(int dev);

@@ -23,6 +23,11 @@
  * LL128 at 32 KiB; 2 channels and Simple up to 4 MiB, where NCCL would run LL (to 512 KiB) on 8;
  * NCCL's choices above, where 8 channels win. */
 #define SK_TUNER_DEFAULT_CHANNELS "16K:0,32K:2:ll128,4M:2:simple"
+/* All-gather of 512 KiB to 4 MiB (NCCL's byte count: the whole output, nRanks x one rank's share):
+ * NCCL 2.28 picks PAT for the speed strand-socket reports (ring for the built-in Socket's), and PAT
+ * ran 1.2-2.6x slower than ring there on 2 fake nodes; at 256 KiB PAT won by 1.6x, from 8 MiB on
+ * they tie (docs/benchmarks/socket.md, "All-gather"). */
+#define SK_TUNER_DEFAULT_AG_RING "512K-4M"
 
 static struct {
   int ndev;
@@ -108,6 +113,9 @@ static const strand_param_def_t sk_params[] = {
                         "e.g. 64K:2,2M:4:simple = up to 64 KiB 2 channels, up to 2 MiB 4 and "
                         "Simple for all-reduce, above NCCL's choices (CHANNELS 0 = NCCL's count; "
                         "PROTO ll|ll128|simple; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
+    STRAND_PARAM_STRING("STRAND_SOCKET_TUNER_ALLGATHER_RING", NULL, SK_TUNER_DEFAULT_AG_RING,
+                        "MIN-MAX: an all-gather of that many bytes (its whole output, as NCCL counts) runs as ring where "
+                        "NCCL picked PAT and can run ring (off = leave the algorithm to NCCL)"),
 };
 
 strand_result_t sk_params_register(void) {
@@ -126,6 +134,12 @@ strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
     STRAND_WARN("STRAND_SOCKET_TUNER_CHANNELS='%s' is invalid: %s. Expected a comma list of "
                 "SIZE:CHANNELS with increasing sizes, e.g. 64K:2,2M:4; set "
                 "STRAND_SOCKET_TUNER=0 to turn the tuner off instead", text ? text : "", err);
+    return STRAND_INVALID_USAGE;
+  }
+  if ((rc = strand_param_get_string("STRAND_SOCKET_TUNER_ALLGATHER_RING", &text)) != STRAND_SUCCESS)
+    return rc;
+  if (sk_tuner_range_parse(text, policy, err, sizeof err) != STRAND_SUCCESS) {
+    STRAND_WARN("STRAND_SOCKET_TUNER_ALLGATHER_RING='%s' is invalid: %s", text ? text : "", err);
     return STRAND_INVALID_USAGE;
   }
   return STRAND_SUCCESS;

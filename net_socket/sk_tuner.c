@@ -10,7 +10,12 @@
  * speed it keeps LL up to 512 KiB, where LL's doubled bytes in small steps lose to Simple over a
  * socket (both measured: docs/benchmarks/socket.md, "The tuner's default").
  *
- * What it never does: change the algorithm, raise an entry's cost, touch an entry NCCL marked
+ * For an all-gather whose size (NCCL's nBytes: the whole output) lies in
+ * STRAND_SOCKET_TUNER_ALLGATHER_RING and for which NCCL picked PAT, it makes ring's cheapest runnable
+ * entry the cheapest: for the speed strand-socket reports NCCL 2.28 runs such all-gathers as PAT,
+ * 1.2-2.6x slower than ring on two nodes there.
+ *
+ * What it never does: change the algorithm otherwise, raise an entry's cost, touch an entry NCCL marked
  * ignored or negative (so it never picks what NCCL cannot run), change the protocol of anything but
  * all-reduce (the only collective measured), answer for a single-node communicator (strand-socket
  * carries nothing there), answer for CollNet/NVLS (NCCL uses nChannels as given for those, without
@@ -73,7 +78,7 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   if (t->active)
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: channels by "
-                "size %s (ring/tree/PAT only; the algorithm stays NCCL's, a protocol only for all-reduce)",
+                "size %s (ring/tree/PAT only; a protocol only for all-reduce)",
                 strand_core_tuner_abi_version(), (unsigned long long)commId, nRanks, nNodes, text);
   else
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
@@ -116,6 +121,20 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
   int algo = ncclPick(table, numAlgo, numProto);
   if (algo != STRAND_ALGO_RING && algo != STRAND_ALGO_TREE && algo != STRAND_ALGO_PAT)
     return STRAND_SUCCESS;
+  if (func == STRAND_FUNC_ALLGATHER && algo == STRAND_ALGO_PAT && t->policy.ag_ring_max != 0 &&
+      nBytes >= t->policy.ag_ring_min && nBytes <= t->policy.ag_ring_max &&
+      STRAND_ALGO_RING < numAlgo) {
+    /* Ring over PAT: lower ring's cheapest runnable entry to 0. Ring comes before PAT in NCCL's
+     * table and NCCL takes the first strictly cheaper entry, so ring wins even against a PAT
+     * entry of 0; with no runnable ring entry nothing changes and PAT stays. */
+    float *best = NULL;
+    for (int p = 0; p < numProto; p++) {
+      float *c = strand_tuner_cost(table, numProto, STRAND_ALGO_RING, p);
+      if (*c == STRAND_ALGO_PROTO_IGNORE || *c < 0) continue;
+      if (best == NULL || *c < *best) best = c;
+    }
+    if (best != NULL) *best = 0.0f;
+  }
   const sk_tuner_band_t *band = sk_tuner_policy_band(&t->policy, nBytes);
   if (band == NULL) return STRAND_SUCCESS;
   if (band->channels > 0 && band->channels <= STRAND_TUNER_MAX_CHANNELS) *nChannels = band->channels;

@@ -125,6 +125,30 @@ strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *polic
   return STRAND_SUCCESS;
 }
 
+strand_result_t sk_tuner_range_parse(const char *text, sk_tuner_policy_t *policy, char *err,
+                                      size_t errlen) {
+  if (err != NULL && errlen > 0) err[0] = '\0';
+  const char *s = skip_blanks(text != NULL ? text : "");
+  if (*s == '\0' || strcasecmp(s, "off") == 0 || strcmp(s, "0") == 0) {
+    policy->ag_ring_min = policy->ag_ring_max = 0;
+    return STRAND_SUCCESS;
+  }
+  uint64_t lo = 0, hi = 0;
+  const char *e = NULL;
+  if (!parse_size(s, &lo, &e) || *e != '-' || !parse_size(e + 1, &hi, &e) || *e != '\0') {
+    snprintf(err, errlen, "expected MIN-MAX with sizes like 256K or 4M (e.g. 256K-4M), or off");
+    return STRAND_INVALID_USAGE;
+  }
+  if (hi == 0 || lo > hi) {
+    snprintf(err, errlen, "MIN must not exceed MAX and MAX must be above 0 (%llu-%llu bytes)",
+             (unsigned long long)lo, (unsigned long long)hi);
+    return STRAND_INVALID_USAGE;
+  }
+  policy->ag_ring_min = lo;
+  policy->ag_ring_max = hi;
+  return STRAND_SUCCESS;
+}
+
 const sk_tuner_band_t *sk_tuner_policy_band(const sk_tuner_policy_t *policy, uint64_t nbytes) {
   for (int i = 0; i < policy->nbands; i++)
     if (nbytes <= policy->bands[i].max_bytes) return &policy->bands[i];
@@ -159,5 +183,11 @@ void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t l
     if (n < 0) return;
     used += (size_t)n;
   }
-  if (used < len) snprintf(buf + used, len - used, "above:NCCL");
+  if (used < len) used += (size_t)snprintf(buf + used, len - used, "above:NCCL");
+  if (policy->ag_ring_max != 0 && used < len) {
+    char lo[32], hi[32];
+    format_size(policy->ag_ring_min, lo, sizeof lo);
+    format_size(policy->ag_ring_max, hi, sizeof hi);
+    snprintf(buf + used, len - used, "; all-gather %s..%s: ring over PAT", lo, hi);
+  }
 }

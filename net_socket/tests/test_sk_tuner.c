@@ -254,6 +254,66 @@ static void test_default_policy_multi_node(void **state) {
   assert_int_equal(warn_count, 0);
 }
 
+/* A cost table in which NCCL would pick PAT (as 2.28 does for an all-gather on strand-socket). */
+static void pat_table(float t[NA][NP]) {
+  ring_table(t);
+  t[STRAND_ALGO_PAT][STRAND_PROTO_SIMPLE] = 2.0f;
+}
+
+static void test_allgather_ring_over_pat(void **state) {
+  (void)state;
+  assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
+  void *ctx = init_v5(2, 2);
+  assert_non_null(strstr(last_info, "all-gather 512K..4M: ring over PAT"));
+  float t[NA][NP];
+  int nch = 0;
+  /* Inside the range: ring's cheapest runnable entry (LL, cost 10) becomes the cheapest. */
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 512 << 10, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_LL);
+  assert_int_equal(nch, 2);
+  /* ...the cheapest one even when LL is disabled. */
+  pat_table(t);
+  t[STRAND_ALGO_RING][STRAND_PROTO_LL] = IGN;
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 4 << 20, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_LL128);
+  /* Outside the range, or no runnable ring entry, or not an all-gather: PAT stays. */
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 256 << 10, t, &nch), -1);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, (4 << 20) + 1, t, &nch), -1);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_REDUCESCATTER, 1 << 20, t, &nch), -1);
+  for (int p = 0; p < NP; p++) t[STRAND_ALGO_RING][p] = p == 0 ? -1.0f : IGN;
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 1 << 20, t, &nch), -1);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+
+  /* Off, and a custom range beyond the channel bands. */
+  assert_int_equal(setenv("STRAND_SOCKET_TUNER_ALLGATHER_RING", "off", 1), 0);
+  assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
+  ctx = init_v5(2, 2);
+  assert_null(strstr(last_info, "ring over PAT"));
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 1 << 20, t, &nch), -1);
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+  assert_int_equal(setenv("STRAND_SOCKET_TUNER_ALLGATHER_RING", "1M-1G", 1), 0);
+  assert_int_equal(configure(NULL, "64K:2", true), STRAND_SUCCESS);
+  ctx = init_v5(2, 2);
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 512 << 20, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_LL);
+  assert_int_equal(nch, 0); /* above the bands: NCCL's channel count */
+  assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
+
+  /* Bad values fail init with a WARN naming the knob. */
+  static const char *bad[] = {"4M", "4M-1M", "1M-", "x-2M", "0-0", "1M-2M,3M"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(setenv("STRAND_SOCKET_TUNER_ALLGATHER_RING", bad[i], 1), 0);
+    assert_int_equal(configure(NULL, NULL, true), STRAND_INVALID_USAGE);
+    assert_non_null(strstr(last_warn, "STRAND_SOCKET_TUNER_ALLGATHER_RING"));
+  }
+  unsetenv("STRAND_SOCKET_TUNER_ALLGATHER_RING");
+  strand_params_reread_for_test();
+}
+
 static void test_leaves_nccl_alone_when_unsure(void **state) {
   (void)state;
   assert_int_equal(configure(NULL, "1G:2", true), STRAND_SUCCESS);
@@ -411,7 +471,12 @@ static void test_never_writes_table_fuzz(void **state) {
     int nch = 0;
     int changed = ask_proto(ctx, func, bytes, t, &nch);
     assert_true(nch == 0 || (nch >= 1 && nch <= STRAND_TUNER_MAX_CHANNELS));
-    if (changed >= 0) {
+    if (changed >= 0 && func == STRAND_FUNC_ALLGATHER) {
+      /* the one algorithm change: PAT -> ring, inside the all-gather range only */
+      assert_int_equal(best, STRAND_ALGO_PAT);
+      assert_int_equal(changed / NP, STRAND_ALGO_RING);
+      assert_true(bytes >= (512 << 10) && bytes <= (4 << 20));
+    } else if (changed >= 0) {
       assert_int_equal(func, STRAND_FUNC_ALLREDUCE);
       assert_int_equal(changed / NP, best); /* the algorithm stays NCCL's */
     }
@@ -433,6 +498,7 @@ int main(void) {
       cmocka_unit_test_setup(test_parse_errors, setup),
       cmocka_unit_test_setup(test_lookup_and_format, setup),
       cmocka_unit_test_setup(test_default_policy_multi_node, setup),
+      cmocka_unit_test_setup(test_allgather_ring_over_pat, setup),
       cmocka_unit_test_setup(test_leaves_nccl_alone_when_unsure, setup),
       cmocka_unit_test_setup(test_disabled_and_empty, setup),
       cmocka_unit_test_setup(test_proto_never_picks_disabled, setup),

@@ -361,7 +361,12 @@ static void run_perf(const char *op, size_t minb, size_t maxb, int factor, const
     size_t count = bytes / 4;
     if (count < (size_t)g_nranks) count = (size_t)g_nranks;
     count -= count % (size_t)g_nranks;
-    /* one warm-up, timed to pick an iteration count of about 0.2 s (2..200) */
+    /* Untimed warm-ups first: the first collective of a size (and of the communicator) pays for
+     * NCCL's lazy connection set-up and buffer registration, so timing it to pick the iteration
+     * count gave the first size 2 iterations and a number mostly made of noise. */
+    for (int w = 0; w < 3; w++) run_op(op, s, r, count);
+    CUDA(cudaStreamSynchronize(g_stream));
+    /* then one timed op picks an iteration count of about 0.2 s (5..200) */
     CUDA(cudaEventRecord(e0, g_stream));
     run_op(op, s, r, count);
     CUDA(cudaEventRecord(e1, g_stream));
@@ -369,16 +374,16 @@ static void run_perf(const char *op, size_t minb, size_t maxb, int factor, const
     float ms = 0;
     CUDA(cudaEventElapsedTime(&ms, e0, e1));
     int iters = ms > 0 ? (int)(200.0 / ms) : 200;
-    if (iters < 2) iters = 2;
+    if (iters < 5) iters = 5;
     if (iters > 200) iters = 200;
     /* every rank must run the same count: take rank 0's by an all-reduce of the max */
     int *d_it = dev_alloc(sizeof(int));
-    CUDA(cudaMemcpy(d_it, &iters, sizeof iters, cudaMemcpyHostToDevice));
+    /* staged on the collective's own stream (to_device): a legacy-stream cudaMemcpy from pageable
+     * memory may return before its DMA lands, and g_stream does not wait for the legacy stream */
+    to_device(d_it, &iters, sizeof iters);
     NCCL(ncclAllReduce(d_it, d_it, 1, ncclInt32, ncclMax, g_comm, g_stream));
-    /* g_stream does not synchronise with the legacy stream cudaMemcpy uses: wait explicitly,
-     * or ranks could read different counts and hang in mismatched collectives */
+    CUDA(cudaMemcpyAsync(&iters, d_it, sizeof iters, cudaMemcpyDeviceToHost, g_stream));
     CUDA(cudaStreamSynchronize(g_stream));
-    CUDA(cudaMemcpy(&iters, d_it, sizeof iters, cudaMemcpyDeviceToHost));
     CUDA(cudaFree(d_it));
     for (int w = 0; w < (bytes < (1 << 20) ? 5 : 1); w++) run_op(op, s, r, count);
     CUDA(cudaEventRecord(e0, g_stream));
