@@ -15,36 +15,22 @@ DOWN=$3
 EXPECT=$4
 TIMEOUT_S=${STRAND_OFI_PEER_TIMEOUT_S:-30}
 
-if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
-if ! command -v ip >/dev/null 2>&1; then echo "SKIP: no 'ip' command"; exit 77; fi
+. "$(dirname "$0")/../../tests/common/netns.sh"
+netns_require
 
-TAG=$$
-NET=$((TAG % 250 + 1))
-NSA="sflp${TAG}a"
-NSB="sflp${TAG}b"
-VA="sfv${TAG}a"
-VB="sfv${TAG}b"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/strand-flap.XXXXXX")
 PID_R=
 PID_S=
 cleanup() {
   [ -n "$PID_R" ] && kill "$PID_R" 2>/dev/null
   [ -n "$PID_S" ] && kill "$PID_S" 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
+  netns_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-if ! ip netns add "$NSA" 2>"$WORK/err"; then echo "SKIP: ip netns unavailable: $(cat "$WORK/err")"; exit 77; fi
-ip netns add "$NSB" || exit 1
-ip link add "$VA" type veth peer name "$VB" || exit 1
-ip link set "$VA" netns "$NSA" && ip link set "$VB" netns "$NSB" || exit 1
-ip -n "$NSA" addr add "10.214.$NET.1/24" dev "$VA" || exit 1
-ip -n "$NSB" addr add "10.214.$NET.2/24" dev "$VB" || exit 1
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up || exit 1; done
-ip -n "$NSA" link set "$VA" up && ip -n "$NSB" link set "$VB" up || exit 1
+netns_pair sflp sfv 10.214
 
 export STRAND_OFI_DOMAINS=
 ip netns exec "$NSA" env STRAND_OFI_DOMAINS="$VA" timeout -k 5 200 "$HOSTILE" "$PLUGIN" flap-recv \

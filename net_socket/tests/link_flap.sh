@@ -21,21 +21,9 @@ fi
 SMOKE=$1
 PLUGIN=$2
 
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: network namespaces need root (running as uid $(id -u))"
-  exit 77
-fi
-if ! command -v ip >/dev/null 2>&1; then
-  echo "SKIP: the 'ip' command (iproute2) is not installed"
-  exit 77
-fi
+. "$(dirname "$0")/../../tests/common/netns.sh"
+netns_require
 
-TAG=$$
-NET=$((TAG % 250 + 1))
-NSA="sflap${TAG}a"
-NSB="sflap${TAG}b"
-VA="sfv${TAG}a"
-VB="sfv${TAG}b"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/strand-flap.XXXXXX")
 PID_A=
 PID_B=
@@ -43,27 +31,14 @@ PID_B=
 cleanup() {
   [ -n "$PID_A" ] && kill "$PID_A" 2>/dev/null
   [ -n "$PID_B" ] && kill "$PID_B" 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  ip link del "$VA" 2>/dev/null
+  netns_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-if ! ip netns add "$NSA" 2>"$WORK/err"; then
-  echo "SKIP: ip netns is unavailable here: $(cat "$WORK/err")"
-  exit 77
-fi
-ip netns add "$NSB" || exit 1
-ip link add "$VA" type veth peer name "$VB" || { echo "cannot create a veth pair"; exit 1; }
-ip link set "$VA" netns "$NSA" || exit 1
-ip link set "$VB" netns "$NSB" || exit 1
-ip -n "$NSA" addr add "10.214.${NET}.1/24" dev "$VA" || exit 1
-ip -n "$NSB" addr add "10.214.${NET}.2/24" dev "$VB" || exit 1
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up || exit 1; done
-ip -n "$NSA" link set "$VA" up || exit 1
-ip -n "$NSB" link set "$VB" up || exit 1
+# The veth ends are named sfv* : NCCL_SOCKET_IFNAME=sfv below picks them.
+netns_pair sflap sfv 10.214
 
 now() { date +%s.%N; }
 alive() { kill -0 "$1" 2>/dev/null; }

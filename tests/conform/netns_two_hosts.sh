@@ -18,23 +18,10 @@ CONFORM=$1
 PLUGIN=$2
 shift 2
 
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: network namespaces need root (running as uid $(id -u))"
-  exit 77
-fi
-if ! command -v ip >/dev/null 2>&1; then
-  echo "SKIP: the 'ip' command (iproute2) is not installed"
-  exit 77
-fi
+. "$(dirname "$0")/../common/netns.sh"
+netns_require
 
 TAG=$$
-NET=$((TAG % 250 + 1))
-NSA="sconf${TAG}a"
-NSB="sconf${TAG}b"
-VA="scv${TAG}a"
-VB="scv${TAG}b"
-ADDR_A="10.213.${NET}.1"
-ADDR_B="10.213.${NET}.2"
 PORT=$((20000 + TAG % 20000))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/strand-netns.XXXXXX")
 PID_A=
@@ -44,29 +31,13 @@ cleanup() {
   # ranks first (never leave processes behind), then the namespaces (their veth ends go with them)
   [ -n "$PID_A" ] && kill "$PID_A" 2>/dev/null
   [ -n "$PID_B" ] && kill "$PID_B" 2>/dev/null
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  ip link del "$VA" 2>/dev/null
+  netns_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-if ! ip netns add "$NSA" 2>"$WORK/err"; then
-  echo "SKIP: ip netns is unavailable here: $(cat "$WORK/err")"
-  exit 77
-fi
-ip netns add "$NSB" || exit 1
-ip link add "$VA" type veth peer name "$VB" || { echo "cannot create a veth pair"; exit 1; }
-ip link set "$VA" netns "$NSA" || exit 1
-ip link set "$VB" netns "$NSB" || exit 1
-ip -n "$NSA" addr add "$ADDR_A/24" dev "$VA" || exit 1
-ip -n "$NSB" addr add "$ADDR_B/24" dev "$VB" || exit 1
-for ns in "$NSA" "$NSB"; do
-  ip -n "$ns" link set lo up || exit 1
-done
-ip -n "$NSA" link set "$VA" up || exit 1
-ip -n "$NSB" link set "$VB" up || exit 1
+netns_pair sconf scv 10.213
 
 # No reachability probe needed: rank 1 retries the coordinator for --bootstrap-timeout seconds
 # while the veth link comes up.

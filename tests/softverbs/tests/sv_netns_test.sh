@@ -9,33 +9,20 @@
 set -u
 DIR=$1
 XFER=$2
-if [ "$(id -u)" != 0 ]; then echo "SKIP: network namespaces need root"; exit 77; fi
-if ! command -v ip >/dev/null 2>&1; then echo "SKIP: iproute2 (ip) is not installed"; exit 77; fi
+. "$(dirname "$0")/../../common/netns.sh"
+netns_require
 TAG=$$
-NET=$((TAG % 250 + 1))
-NSA="svns${TAG}a"
-NSB="svns${TAG}b"
-VA="svv${TAG}a"
-VB="svv${TAG}b"
-A="10.214.${NET}.1"
-B="10.214.${NET}.2"
 PORT=$((20000 + TAG % 20000))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sv-netns.XXXXXX")
 cleanup() {
-  ip netns del "$NSA" 2>/dev/null
-  ip netns del "$NSB" 2>/dev/null
-  ip link del "$VA" 2>/dev/null
+  netns_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-if ! ip netns add "$NSA" 2>"$WORK/err"; then echo "SKIP: ip netns unavailable: $(cat "$WORK/err")"; exit 77; fi
-ip netns add "$NSB" || exit 1
-ip link add "$VA" type veth peer name "$VB" || { echo "cannot create a veth pair"; exit 1; }
-ip link set "$VA" netns "$NSA" && ip link set "$VB" netns "$NSB" || exit 1
-ip -n "$NSA" addr add "$A/24" dev "$VA" && ip -n "$NSB" addr add "$B/24" dev "$VB" || exit 1
-for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up || exit 1; done
-ip -n "$NSA" link set "$VA" up && ip -n "$NSB" link set "$VB" up || exit 1
+netns_pair svns svv 10.214
+A=$ADDR_A
+B=$ADDR_B
 export LD_LIBRARY_PATH=$DIR
 # Under -Db_sanitize the stand-in carries the sanitizer runtimes and the Debian tools do not: the
 # runtimes must then be loaded first. Leak checking stays off for those foreign programs.
