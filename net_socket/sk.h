@@ -365,6 +365,8 @@ strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t
 strand_result_t sk_close_send(void *sendComm);
 strand_result_t sk_close_recv(void *recvComm);
 strand_result_t sk_close_listen(void *listenComm);
+/* Frees every connect still in progress (plugin teardown): their descriptors are closed. */
+void sk_conn_teardown(void);
 
 /* ---------------------------------------------------------------------------------------------
  * sk_mr.c: memory registration

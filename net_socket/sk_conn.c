@@ -43,6 +43,8 @@ typedef struct sk_connecting {
   int total;
   strand_sock_connect_t c[1 + SK_MAX_STREAMS];
   int fds[1 + SK_MAX_STREAMS];
+  strand_sockaddr_t addr;  /* the listener's, for the log line if the state is abandoned */
+  uint64_t touched_ns;     /* the last connect() call that progressed it */
   struct sk_connecting *next;
 } sk_connecting_t;
 
@@ -52,7 +54,10 @@ typedef struct sk_connecting {
 static pthread_mutex_t connecting_lock = PTHREAD_MUTEX_INITIALIZER;
 static sk_connecting_t *connecting_head;
 
+static uint64_t now_ns(void);
+
 static void connecting_register(sk_connecting_t *st) {
+  st->touched_ns = now_ns();
   pthread_mutex_lock(&connecting_lock);
   st->next = connecting_head;
   connecting_head = st;
@@ -212,9 +217,47 @@ static void connecting_free(sk_connecting_t *st) {
   free(st);
 }
 
+/* Connect states nobody has called connect() for in twice the connect timeout are abandoned (the
+ * caller gave up, or dropped the handle): a connect that is still being polled finishes or fails
+ * within one timeout. They would otherwise hold their streams' descriptors and memory for the life
+ * of the process. Reaping one is safe: a late connect() with its handle finds no state and starts
+ * a fresh connect. all = true (teardown) frees every state. */
+static void connecting_reap(bool all) {
+  int64_t limit_ms = 2 * (int64_t)sk_config()->connect_timeout_ms;
+  if (limit_ms < 2000) limit_ms = 2000;
+  uint64_t now = now_ns();
+  sk_connecting_t *stale = NULL;
+  pthread_mutex_lock(&connecting_lock);
+  for (sk_connecting_t **pp = &connecting_head; *pp != NULL;) {
+    sk_connecting_t *st = *pp;
+    /* touched_ns may be a little after `now`: registered by another thread meanwhile */
+    if (all || (st->touched_ns < now && now - st->touched_ns > (uint64_t)limit_ms * 1000000ULL)) {
+      *pp = st->next;
+      st->next = stale;
+      stale = st;
+    } else {
+      pp = &st->next;
+    }
+  }
+  pthread_mutex_unlock(&connecting_lock);
+  while (stale != NULL) {
+    sk_connecting_t *st = stale;
+    stale = st->next;
+    char a[STRAND_SOCKADDR_STRLEN];
+    STRAND_INFO(STRAND_SUBSYS_NET, "connect to %s abandoned (no connect() call for %.1f s%s): "
+                "its %d streams are closed", strand_sockaddr_to_string(&st->addr, a, sizeof a),
+                (double)(now - st->touched_ns) / 1e9, all ? ", plugin shutting down" : "",
+                st->total);
+    connecting_free(st);
+  }
+}
+
+void sk_conn_teardown(void) { connecting_reap(true); }
+
 strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
                            strand_dev_handle_t **sendDevComm) {
   (void)sendDevComm; /* host plugin: the core's pointer stays NULL */
+  connecting_reap(false);
   if (handle == NULL || sendComm == NULL) return STRAND_INVALID_ARGUMENT;
   *sendComm = NULL;
   if (!dev_ok(dev, "connect")) return STRAND_INVALID_ARGUMENT;
@@ -232,6 +275,7 @@ strand_result_t sk_connect(void *ctx, int dev, void *handle, void **sendComm,
     st = calloc(1, sizeof *st);
     if (st == NULL) return STRAND_SYSTEM_ERROR;
     st->dev = dev;
+    st->addr = h.addr;
     st->traffic_class = x ? x->traffic_class : STRAND_NET_TRAFFIC_CLASS_UNDEF;
     st->total = 1 + sk_config()->nstreams;
     uint64_t conn_id = 0;

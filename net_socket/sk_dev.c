@@ -87,6 +87,7 @@ strand_result_t sk_dev_setup(void) {
 }
 
 void sk_dev_teardown(void) {
+  sk_conn_teardown();
   sk_workers_stop();
   sk_devices_release();
 }

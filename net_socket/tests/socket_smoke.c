@@ -558,6 +558,55 @@ static int case_closed_listener(void) {
   return 0;
 }
 
+/* A connect the caller stops calling (it gave up, or lost the handle) must not hold its streams'
+ * descriptors for the life of the process: once it has not been called for twice the connect
+ * timeout, the next connect() of any comm closes them. A late call with the old handle then starts
+ * a fresh connect, which completes. */
+static int case_abandoned_connect(void) {
+  char h[STRAND_NET_HANDLE_MAXSIZE], garbage[STRAND_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *sc = NULL, *rc_ = NULL;
+  PT_CHECK(net->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  int baseline = count_fds();
+  /* One call: the streams start connecting; the listener is never asked to accept, so it stays
+   * in progress. */
+  PT_CHECK(net->connect(ctx, 0, h, &sc, NULL) == STRAND_SUCCESS && sc == NULL, "first connect");
+  int started = count_fds();
+  PT_CHECK(started > baseline, "connect in progress holds no descriptor (%d -> %d)", baseline,
+           started);
+  const char *env = getenv("STRAND_SOCKET_CONNECT_TIMEOUT_MS");
+  double limit = 2.0 * (env ? atof(env) / 1000.0 : 10.0);
+  if (limit < 2.0) limit = 2.0;
+  usleep((useconds_t)((limit + 0.5) * 1e6));
+  /* Any later connect() reaps it, even one that is refused for its garbage handle. */
+  memset(garbage, 0x5a, sizeof garbage);
+  PT_CHECK(net->connect(ctx, 0, garbage, &sc, NULL) == STRAND_INVALID_ARGUMENT && sc == NULL,
+           "connect with a garbage handle");
+  int after = count_fds();
+  printf("  descriptors: %d with the listener, %d while connecting, %d after %.1f s idle\n",
+         baseline, started, after, limit);
+  PT_CHECK(after == baseline, "abandoned connect still holds %d descriptors", after - baseline);
+  /* The old handle still works: a fresh connect. */
+  double t0 = pt_now_s();
+  while (!sc || !rc_) {
+    if (!sc) PT_CHECK(net->connect(ctx, 0, h, &sc, NULL) == STRAND_SUCCESS, "connect again");
+    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept");
+    PT_CHECK(pt_now_s() - t0 < 10, "no connection in 10 s after the abandoned attempt");
+  }
+  unsigned char sb[100], rb[100];
+  pt_fill(sb, sizeof sb, 9);
+  void *reqs[2] = {NULL, NULL}, *d = rb;
+  size_t posted = sizeof rb;
+  int tag = 0;
+  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &reqs[1]) == STRAND_SUCCESS, "irecv");
+  PT_CHECK(post_send(sc, sb, sizeof sb, 0, NULL, &reqs[0]) == 0, "isend");
+  if (wait_reqs(reqs, NULL, 2)) return -1;
+  PT_CHECK(pt_verify(rb, sizeof rb, 9) < 0, "data after the abandoned attempt");
+  net->closeSend(sc);
+  net->closeRecv(rc_);
+  PT_CHECK(net->closeListen(lc) == STRAND_SUCCESS, "closeListen");
+  return 0;
+}
+
 /* deregMr twice, and deregMr of pointers regMr never gave out: refused, never a crash. */
 static int case_dereg_misuse(void) {
   void *sc, *rc_;
@@ -850,7 +899,8 @@ int main(int argc, char **argv) {
                {"strangers_flood", case_strangers_flood, true},
                {"forged_handle", case_forged_handle, true},
                {"closed_listener", case_closed_listener, true},
-               {"dereg_misuse", case_dereg_misuse, true}};
+               {"dereg_misuse", case_dereg_misuse, true},
+               {"abandoned_connect", case_abandoned_connect, true}};
   if (!strcmp(which, "flap_recv") || !strcmp(which, "flap_send")) {
     if (argc < 5) {
       fprintf(stderr, "usage: %s PLUGIN.so %s DIR ROUNDS\n", argv[0], which);
