@@ -85,12 +85,26 @@ typedef struct sv_device {
 struct sv_qp;
 struct sv_conn;
 
+/* What rdma-core promises about async events affiliated with a QP or CQ (ibv_get_async_event(3)):
+ * destroying the object waits until every event handed out for it has been acknowledged, and
+ * events not yet handed out die with it. Each QP and CQ carries one of these; the context lists
+ * the live ones (under async_lock), and each event record in the pipe names its object's serial. */
+typedef struct sv_async_obj {
+  uint64_t serial;   /* unique per object incarnation (never reused, unlike the address) */
+  unsigned reported; /* events ibv_get_async_event handed out for it */
+  unsigned acked;    /* of those, acknowledged with ibv_ack_async_event */
+  struct sv_async_obj *next;
+} sv_async_obj_t;
+
 typedef struct sv_context {
   struct ibv_context ctx; /* first: the library hands out &ctx */
   sv_device_t *dev;
   const sv_config_t *cfg;
   pthread_mutex_t lock; /* QPs, MRs, connections: everything the progress thread touches */
   int async_wr;         /* write end of the async event pipe (ctx.async_fd is the read end) */
+  pthread_mutex_t async_lock; /* async_live and every object's reported/acked counts */
+  pthread_cond_t async_cond;  /* an acknowledgement arrived */
+  sv_async_obj_t *async_live; /* QPs and CQs that may still get events */
   /* progress thread */
   pthread_t thread;
   bool thread_started, stop;
@@ -125,6 +139,7 @@ typedef struct sv_mr {
 
 typedef struct sv_cq {
   struct ibv_cq cq;
+  sv_async_obj_t async;
   pthread_mutex_t lock;
   struct ibv_wc *ring;
   uint32_t cap, head, count;
@@ -165,6 +180,7 @@ enum sv_req_state { SV_REQ_IDLE, SV_REQ_CONNECTING, SV_REQ_HELLO, SV_REQ_UP, SV_
 
 typedef struct sv_qp {
   struct ibv_qp qp;
+  sv_async_obj_t async;
   sv_context_t *sctx;
   uint32_t index;
   struct ibv_qp_cap cap;
@@ -206,6 +222,10 @@ static inline sv_mr_t *sv_mr(struct ibv_mr *m) { return (sv_mr_t *)m; }
 /* ---------------------------------------------------------------- cross-file interfaces */
 /* sv_device.c */
 void sv_async_event(sv_context_t *c, enum ibv_event_type type, void *obj);
+/* A QP/CQ comes to life (may get events) / is being destroyed: retire drops its pending events
+ * and waits until those already handed out are acknowledged (bounded: 60 s, logged at 5 s). */
+void sv_async_obj_register(sv_context_t *c, sv_async_obj_t *o);
+void sv_async_obj_retire(sv_context_t *c, sv_async_obj_t *o, const char *what);
 /* sv_mr.c: key lookup under c->lock; NULL when the key is unknown. */
 sv_mr_t *sv_mr_lookup(sv_context_t *c, uint32_t key);
 /* Checks that [addr, addr+len) lies in an MR with key `key` on `pd` allowing `access`; 0 or the

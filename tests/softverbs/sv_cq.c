@@ -68,6 +68,7 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
   cq->cq.channel = channel;
   cq->cq.cq_context = cq_context;
   cq->cq.cqe = cqe;
+  sv_async_obj_register(sv_ctx(context), &cq->async);
   if (channel) {
     pthread_mutex_lock(&context->mutex);
     channel->refcnt++;
@@ -94,6 +95,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
     }
   }
   pthread_mutex_unlock(&c->lock);
+  sv_async_obj_retire(c, &cq->async, "ibv_destroy_cq");
   if (ibcq->channel) {
     pthread_mutex_lock(&ibcq->context->mutex);
     ibcq->channel->refcnt--;

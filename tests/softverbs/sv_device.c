@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,8 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
   c->ctx.ops.alloc_mw = sv_alloc_mw;
   pthread_mutex_init(&c->ctx.mutex, NULL);
   pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->async_lock, NULL);
+  pthread_cond_init(&c->async_cond, NULL);
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
     int e = errno;
@@ -156,6 +159,8 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
   close(c->ctx.async_fd);
   close(c->async_wr);
   pthread_mutex_destroy(&c->lock);
+  pthread_mutex_destroy(&c->async_lock);
+  pthread_cond_destroy(&c->async_cond);
   pthread_mutex_destroy(&c->ctx.mutex);
   free(c);
   return 0;
@@ -317,13 +322,85 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, 
 }
 
 /* ---------------------------------------------------------------- async events */
-/* Events travel through a pipe as whole struct ibv_async_event records (16 bytes: one atomic
- * write), so async_fd is pollable and honours O_NONBLOCK exactly like the kernel's. */
+/* Events travel through a pipe as whole records (an ibv_async_event and the serial of the QP/CQ it
+ * is about, 0 for port/device events: one atomic write), so async_fd is pollable and honours
+ * O_NONBLOCK exactly like the kernel's. */
+typedef struct {
+  struct ibv_async_event ev;
+  uint64_t serial;
+} sv_async_rec_t;
+
+/* The QP or CQ an event is about, or NULL for port and device events. */
+static sv_async_obj_t *event_obj(const struct ibv_async_event *ev)
+{
+  switch (ev->event_type) {
+  case IBV_EVENT_QP_FATAL:
+  case IBV_EVENT_QP_REQ_ERR:
+  case IBV_EVENT_QP_ACCESS_ERR:
+  case IBV_EVENT_COMM_EST:
+  case IBV_EVENT_SQ_DRAINED:
+  case IBV_EVENT_QP_LAST_WQE_REACHED:
+  case IBV_EVENT_PATH_MIG:
+  case IBV_EVENT_PATH_MIG_ERR:
+    return ev->element.qp ? &sv_qp(ev->element.qp)->async : NULL;
+  case IBV_EVENT_CQ_ERR:
+    return ev->element.cq ? &sv_cq(ev->element.cq)->async : NULL;
+  default:
+    return NULL;
+  }
+}
+
+void sv_async_obj_register(sv_context_t *c, sv_async_obj_t *o)
+{
+  static _Atomic uint64_t next_serial = 1;
+  o->serial = atomic_fetch_add(&next_serial, 1);
+  o->reported = o->acked = 0;
+  pthread_mutex_lock(&c->async_lock);
+  o->next = c->async_live;
+  c->async_live = o;
+  pthread_mutex_unlock(&c->async_lock);
+}
+
+void sv_async_obj_retire(sv_context_t *c, sv_async_obj_t *o, const char *what)
+{
+  pthread_mutex_lock(&c->async_lock);
+  for (sv_async_obj_t **pp = &c->async_live; *pp; pp = &(*pp)->next) {
+    if (*pp == o) {
+      *pp = o->next; /* from now on its events still in the pipe are dropped when read */
+      break;
+    }
+  }
+  uint64_t t0 = sv_now_ns();
+  bool told = false;
+  while (o->acked < o->reported) {
+    uint64_t waited_ms = (sv_now_ns() - t0) / 1000000u;
+    if (waited_ms >= 60000) {
+      sv_log("%s: gave up waiting for %u unacknowledged async events after 60 s "
+             "(rdma-core would wait forever): freeing it anyway", what, o->reported - o->acked);
+      break;
+    }
+    if (waited_ms >= 5000 && !told) {
+      sv_log("%s waits for %u async events to be acknowledged (ibv_ack_async_event)", what,
+             o->reported - o->acked);
+      told = true;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&c->async_cond, &c->async_lock, &ts);
+  }
+  pthread_mutex_unlock(&c->async_lock);
+}
+
 void sv_async_event(sv_context_t *c, enum ibv_event_type type, void *obj)
 {
-  struct ibv_async_event ev;
-  memset(&ev, 0, sizeof(ev));
-  ev.event_type = type;
+  sv_async_rec_t rec;
+  memset(&rec, 0, sizeof(rec));
+  rec.ev.event_type = type;
   switch (type) {
   case IBV_EVENT_QP_FATAL:
   case IBV_EVENT_QP_REQ_ERR:
@@ -333,29 +410,60 @@ void sv_async_event(sv_context_t *c, enum ibv_event_type type, void *obj)
   case IBV_EVENT_QP_LAST_WQE_REACHED:
   case IBV_EVENT_PATH_MIG:
   case IBV_EVENT_PATH_MIG_ERR:
-    ev.element.qp = obj;
+    rec.ev.element.qp = obj;
     break;
   case IBV_EVENT_CQ_ERR:
-    ev.element.cq = obj;
+    rec.ev.element.cq = obj;
     break;
   default:
-    ev.element.port_num = (int)(intptr_t)obj;
+    rec.ev.element.port_num = (int)(intptr_t)obj;
     break;
   }
+  sv_async_obj_t *o = event_obj(&rec.ev);
+  if (o) rec.serial = o->serial;
   SV_TRACE("%s: async event %s", c->dev->dev.name, ibv_event_type_str(type));
-  if (write(c->async_wr, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+  if (write(c->async_wr, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
     sv_log("async event %d lost: %s", (int)type, strerror(errno));
 }
 
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-  ssize_t n = read(context->async_fd, event, sizeof(*event));
-  if (n != (ssize_t)sizeof(*event)) {
-    if (n >= 0) errno = EIO;
-    return -1;
+  sv_context_t *c = sv_ctx(context);
+  for (;;) {
+    sv_async_rec_t rec;
+    ssize_t n = read(context->async_fd, &rec, sizeof(rec));
+    if (n != (ssize_t)sizeof(rec)) {
+      if (n >= 0) errno = EIO;
+      return -1; /* EAGAIN on a non-blocking fd with nothing left, as from the kernel */
+    }
+    if (rec.serial != 0) {
+      /* An event about a QP/CQ destroyed since it was raised died with the object. */
+      bool live = false;
+      pthread_mutex_lock(&c->async_lock);
+      for (sv_async_obj_t *o = c->async_live; o; o = o->next) {
+        if (o->serial == rec.serial) {
+          o->reported++;
+          live = true;
+          break;
+        }
+      }
+      pthread_mutex_unlock(&c->async_lock);
+      if (!live) continue;
+    }
+    *event = rec.ev;
+    return 0;
   }
-  return 0;
 }
 
-/* Nothing to release: events carry no reference counts here (destroy does not wait for acks). */
-SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event) { (void)event; }
+/* Lets a destroy of the event's QP/CQ that waits for it go on. */
+SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+  sv_async_obj_t *o = event ? event_obj(event) : NULL;
+  if (!o) return;
+  sv_context_t *c = event->event_type == IBV_EVENT_CQ_ERR ? sv_ctx(event->element.cq->context)
+                                                          : sv_ctx(event->element.qp->context);
+  pthread_mutex_lock(&c->async_lock);
+  o->acked++;
+  pthread_cond_broadcast(&c->async_cond);
+  pthread_mutex_unlock(&c->async_lock);
+}

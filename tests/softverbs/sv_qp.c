@@ -70,6 +70,7 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
   qp->qp.qp_num = ((uint32_t)c->listen_port[idx / SV_QPS_PER_LISTENER] << 8) |
                   (idx % SV_QPS_PER_LISTENER);
   qp->qp.handle = idx;
+  sv_async_obj_register(c, &qp->async); /* before the progress thread can raise an event for it */
   c->qps[idx] = qp;
   pthread_mutex_unlock(&c->lock);
   init->cap = qp->cap;
@@ -267,6 +268,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
   sv_qp_t *qp = sv_qp(ibqp);
   sv_context_t *c = qp->sctx;
+  /* As rdma-core: wait until its async events are acknowledged (not under c->lock: the
+   * application's event handler may call into the library). */
+  sv_async_obj_retire(c, &qp->async, "ibv_destroy_qp");
   pthread_mutex_lock(&c->lock);
   sv_transport_qp_close(qp);
   c->qps[qp->index] = NULL;

@@ -3,9 +3,14 @@
  * QP; a missing receive ends in RNR retries (recovered when one is posted in time, else
  * IBV_WC_RNR_RETRY_EXC_ERR); a killed peer ends in IBV_WC_RETRY_EXC_ERR within the bound
  * timeout/retry_cnt give; the fault knobs (drop, fail-after, port down, device fatal) behave as
- * README.md says. Usage: sv_fault_test <case>. */
+ * README.md says; an async event dies with its QP if unread, and destroying the QP waits for the
+ * acknowledgement of one handed out (as rdma-core). Usage: sv_fault_test <case>. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +137,58 @@ static int targ_access_err(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd
   /* the responder QP goes to error with the affiliated access event, as on a NIC */
   if (wait_async(e->ctx, IBV_EVENT_QP_ACCESS_ERR, 5000)) return 1;
   CHECK(qp_state(e->qp) == IBV_QPS_ERR, "target QP in ERR");
+  return svt_sync(fd);
+}
+
+/* rdma-core's promise about affiliated async events (ibv_get_async_event(3)), which a plugin's
+ * event thread relies on when it reads ev.element.qp: an event not yet read dies with its QP... */
+static int targ_event_dies(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
+{
+  (void)mr, (void)buf;
+  struct pollfd p = {.fd = e->ctx->async_fd, .events = POLLIN};
+  CHECK(poll(&p, 1, 5000) == 1, "no access-error event pending within 5 s");
+  CHECK(ibv_destroy_qp(e->qp) == 0, "destroy_qp with an event pending");
+  e->qp = NULL;
+  int fl = fcntl(e->ctx->async_fd, F_GETFL);
+  CHECK(fcntl(e->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0, "O_NONBLOCK");
+  struct ibv_async_event ev;
+  errno = 0;
+  CHECK(ibv_get_async_event(e->ctx, &ev) == -1 && errno == EAGAIN,
+        "an event of a destroyed QP was still handed out (type %s)",
+        ibv_event_type_str(ev.event_type));
+  return svt_sync(fd);
+}
+
+/* ...and destroying a QP waits until the events handed out for it are acknowledged. */
+static struct ibv_qp *g_destroy_qp;
+static atomic_int g_destroyed;
+static void *destroy_main(void *arg)
+{
+  (void)arg;
+  if (ibv_destroy_qp(g_destroy_qp) == 0) atomic_store(&g_destroyed, 1);
+  else atomic_store(&g_destroyed, -1);
+  return NULL;
+}
+
+static int targ_destroy_waits(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
+{
+  (void)mr, (void)buf;
+  struct ibv_async_event ev;
+  CHECK(ibv_get_async_event(e->ctx, &ev) == 0 && ev.event_type == IBV_EVENT_QP_ACCESS_ERR,
+        "access-error event");
+  CHECK(ev.element.qp == e->qp, "the event names the target QP");
+  g_destroy_qp = e->qp;
+  e->qp = NULL;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, destroy_main, NULL) == 0, "pthread_create");
+  usleep(300000);
+  int early = atomic_load(&g_destroyed);
+  uint32_t qpn = ev.element.qp->qp_num; /* still valid: not acknowledged yet */
+  ibv_ack_async_event(&ev);
+  pthread_join(t, NULL);
+  CHECK(early == 0, "ibv_destroy_qp returned (%d) before the event was acknowledged", early);
+  CHECK(atomic_load(&g_destroyed) == 1, "ibv_destroy_qp failed after the acknowledgement");
+  CHECK(qpn != 0, "qp_num");
   return svt_sync(fd);
 }
 
@@ -408,6 +465,8 @@ static int targ_idle(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
 static const fault_case_t cases[] = {
   {"wrong-rkey", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_wrong_rkey, targ_access_err},
   {"stale-rkey", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_stale, targ_stale},
+  {"event-dies-with-qp", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_wrong_rkey, targ_event_dies},
+  {"destroy-waits-ack", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_wrong_rkey, targ_destroy_waits},
   {"out-of-bounds", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_bounds, targ_access_err},
   {"no-remote-read", P(16, 7, 7, 12), P(16, 7, 7, 12),
    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, init_no_read, targ_access_err},
