@@ -406,6 +406,32 @@ static int count_fds(void) {
   return n;
 }
 
+/* Connects to listener lc (handle h) and accepts, within 10 s, then moves one message of `len`
+ * bytes (at most 4096) and checks it. Returns the seconds the connect/accept took, or -1. */
+static double connect_accept_verify(void *lc, void *h, size_t len, int seed, const char *what) {
+  void *sc = NULL, *rc_ = NULL;
+  double t0 = pt_now_s();
+  while (!sc || !rc_) {
+    if (!sc) PT_CHECK(net->connect(ctx, 0, h, &sc, NULL) == STRAND_SUCCESS, "connect (%s)", what);
+    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept (%s)", what);
+    PT_CHECK(pt_now_s() - t0 < 10, "no connection in 10 s (%s)", what);
+  }
+  double took = pt_now_s() - t0;
+  unsigned char sb[4096], rb[4096];
+  PT_CHECK(len <= sizeof sb, "message too large for the helper");
+  pt_fill(sb, len, seed);
+  void *reqs[2] = {NULL, NULL}, *d = rb;
+  size_t posted = len;
+  int tag = 0;
+  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &reqs[1]) == STRAND_SUCCESS, "irecv");
+  PT_CHECK(post_send(sc, sb, len, 0, NULL, &reqs[0]) == 0, "isend");
+  if (wait_reqs(reqs, NULL, 2)) return -1;
+  PT_CHECK(pt_verify(rb, len, seed) < 0, "data (%s)", what);
+  net->closeSend(sc);
+  net->closeRecv(rc_);
+  return took;
+}
+
 /* 100 silent strangers and 20 sending garbage on the listen port: a real connect/accept still
  * completes in < 2 s, and once they leave the listener holds no descriptor for them. */
 static int case_strangers_flood(void) {
@@ -420,35 +446,19 @@ static int case_strangers_flood(void) {
     PT_CHECK(s[i] >= 0, "raw connect %d: %s", i, strerror(errno));
     if (i >= SILENT) PT_CHECK(write(s[i], "\x17garbage\x03\x01\x00", 11) == 11, "write");
   }
-  void *rc_ = NULL, *sc = NULL;
   for (int k = 0; k < 20; k++) { /* the listener meets them before the real peer comes */
-    PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS && rc_ == NULL, "accept");
+    void *none = NULL;
+    PT_CHECK(net->accept(lc, &none, NULL) == STRAND_SUCCESS && none == NULL, "accept");
     usleep(2000);
   }
-  double t0 = pt_now_s();
-  while (!sc || !rc_) {
-    if (!sc) PT_CHECK(net->connect(ctx, 0, handle, &sc, NULL) == STRAND_SUCCESS, "connect");
-    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept");
-    PT_CHECK(pt_now_s() - t0 < 10, "real connection not up in 10 s beside strangers");
-  }
-  double took = pt_now_s() - t0;
+  double took = connect_accept_verify(lc, handle, 3000, 5, "beside strangers");
+  if (took < 0) return -1;
   printf("  real connect/accept beside %d strangers: %.3f s\n", SILENT + GARBAGE, took);
   PT_CHECK(took < 2.0, "real connect/accept took %.2f s beside strangers", took);
-  unsigned char sb[3000], rb[3000];
-  pt_fill(sb, sizeof sb, 5);
-  void *reqs[2] = {NULL, NULL}, *d = rb;
-  size_t posted = sizeof rb;
-  int tag = 0;
-  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &reqs[1]) == STRAND_SUCCESS, "irecv");
-  PT_CHECK(post_send(sc, sb, sizeof sb, 0, NULL, &reqs[0]) == 0, "isend");
-  if (wait_reqs(reqs, NULL, 2)) return -1;
-  PT_CHECK(pt_verify(rb, sizeof rb, 5) < 0, "data beside strangers");
-  net->closeSend(sc);
-  net->closeRecv(rc_);
   /* the connection's own descriptors are gone; now the strangers leave */
   for (int i = 0; i < SILENT + GARBAGE; i++) close(s[i]);
   int n = count_fds();
-  t0 = pt_now_s();
+  double t0 = pt_now_s();
   while (n != baseline && pt_now_s() - t0 < 5) {
     void *none = NULL;
     PT_CHECK(net->accept(lc, &none, NULL) == STRAND_SUCCESS && none == NULL, "accept");
@@ -564,7 +574,7 @@ static int case_closed_listener(void) {
  * a fresh connect, which completes. */
 static int case_abandoned_connect(void) {
   char h[STRAND_NET_HANDLE_MAXSIZE], garbage[STRAND_NET_HANDLE_MAXSIZE];
-  void *lc = NULL, *sc = NULL, *rc_ = NULL;
+  void *lc = NULL, *sc = NULL;
   PT_CHECK(net->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
   int baseline = count_fds();
   /* One call: the streams start connecting; the listener is never asked to accept, so it stays
@@ -586,23 +596,7 @@ static int case_abandoned_connect(void) {
          baseline, started, after, limit);
   PT_CHECK(after == baseline, "abandoned connect still holds %d descriptors", after - baseline);
   /* The old handle still works: a fresh connect. */
-  double t0 = pt_now_s();
-  while (!sc || !rc_) {
-    if (!sc) PT_CHECK(net->connect(ctx, 0, h, &sc, NULL) == STRAND_SUCCESS, "connect again");
-    if (!rc_) PT_CHECK(net->accept(lc, &rc_, NULL) == STRAND_SUCCESS, "accept");
-    PT_CHECK(pt_now_s() - t0 < 10, "no connection in 10 s after the abandoned attempt");
-  }
-  unsigned char sb[100], rb[100];
-  pt_fill(sb, sizeof sb, 9);
-  void *reqs[2] = {NULL, NULL}, *d = rb;
-  size_t posted = sizeof rb;
-  int tag = 0;
-  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &reqs[1]) == STRAND_SUCCESS, "irecv");
-  PT_CHECK(post_send(sc, sb, sizeof sb, 0, NULL, &reqs[0]) == 0, "isend");
-  if (wait_reqs(reqs, NULL, 2)) return -1;
-  PT_CHECK(pt_verify(rb, sizeof rb, 9) < 0, "data after the abandoned attempt");
-  net->closeSend(sc);
-  net->closeRecv(rc_);
+  if (connect_accept_verify(lc, h, 100, 9, "after the abandoned attempt") < 0) return -1;
   PT_CHECK(net->closeListen(lc) == STRAND_SUCCESS, "closeListen");
   return 0;
 }

@@ -330,10 +330,12 @@ typedef struct {
   uint64_t serial;
 } sv_async_rec_t;
 
-/* The QP or CQ an event is about, or NULL for port and device events. */
-static sv_async_obj_t *event_obj(const struct ibv_async_event *ev)
+enum { EV_OTHER, EV_QP, EV_CQ };
+
+/* What an event type is affiliated with: a QP, a CQ, or neither (a port, the device). */
+static int event_kind(enum ibv_event_type type)
 {
-  switch (ev->event_type) {
+  switch (type) {
   case IBV_EVENT_QP_FATAL:
   case IBV_EVENT_QP_REQ_ERR:
   case IBV_EVENT_QP_ACCESS_ERR:
@@ -342,12 +344,21 @@ static sv_async_obj_t *event_obj(const struct ibv_async_event *ev)
   case IBV_EVENT_QP_LAST_WQE_REACHED:
   case IBV_EVENT_PATH_MIG:
   case IBV_EVENT_PATH_MIG_ERR:
-    return ev->element.qp ? &sv_qp(ev->element.qp)->async : NULL;
+    return EV_QP;
   case IBV_EVENT_CQ_ERR:
-    return ev->element.cq ? &sv_cq(ev->element.cq)->async : NULL;
+    return EV_CQ;
   default:
-    return NULL;
+    return EV_OTHER;
   }
+}
+
+/* The QP or CQ an event is about, or NULL for port and device events. */
+static sv_async_obj_t *event_obj(const struct ibv_async_event *ev)
+{
+  int kind = event_kind(ev->event_type);
+  if (kind == EV_QP && ev->element.qp) return &sv_qp(ev->element.qp)->async;
+  if (kind == EV_CQ && ev->element.cq) return &sv_cq(ev->element.cq)->async;
+  return NULL;
 }
 
 void sv_async_obj_register(sv_context_t *c, sv_async_obj_t *o)
@@ -401,24 +412,10 @@ void sv_async_event(sv_context_t *c, enum ibv_event_type type, void *obj)
   sv_async_rec_t rec;
   memset(&rec, 0, sizeof(rec));
   rec.ev.event_type = type;
-  switch (type) {
-  case IBV_EVENT_QP_FATAL:
-  case IBV_EVENT_QP_REQ_ERR:
-  case IBV_EVENT_QP_ACCESS_ERR:
-  case IBV_EVENT_COMM_EST:
-  case IBV_EVENT_SQ_DRAINED:
-  case IBV_EVENT_QP_LAST_WQE_REACHED:
-  case IBV_EVENT_PATH_MIG:
-  case IBV_EVENT_PATH_MIG_ERR:
-    rec.ev.element.qp = obj;
-    break;
-  case IBV_EVENT_CQ_ERR:
-    rec.ev.element.cq = obj;
-    break;
-  default:
-    rec.ev.element.port_num = (int)(intptr_t)obj;
-    break;
-  }
+  int kind = event_kind(type);
+  if (kind == EV_QP) rec.ev.element.qp = obj;
+  else if (kind == EV_CQ) rec.ev.element.cq = obj;
+  else rec.ev.element.port_num = (int)(intptr_t)obj;
   sv_async_obj_t *o = event_obj(&rec.ev);
   if (o) rec.serial = o->serial;
   SV_TRACE("%s: async event %s", c->dev->dev.name, ibv_event_type_str(type));
@@ -460,8 +457,8 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
   sv_async_obj_t *o = event ? event_obj(event) : NULL;
   if (!o) return;
-  sv_context_t *c = event->event_type == IBV_EVENT_CQ_ERR ? sv_ctx(event->element.cq->context)
-                                                          : sv_ctx(event->element.qp->context);
+  sv_context_t *c = event_kind(event->event_type) == EV_CQ ? sv_ctx(event->element.cq->context)
+                                                            : sv_ctx(event->element.qp->context);
   pthread_mutex_lock(&c->async_lock);
   o->acked++;
   pthread_cond_broadcast(&c->async_cond);
