@@ -67,6 +67,45 @@ static int post_send(void *sc, void *buf, size_t size, int tag, void *mh, void *
   return 0;
 }
 
+/* A connected send/recv comm pair on `dev` with a registered host buffer on each side (send_len /
+ * recv_len bytes; 0 = no buffer on that side). Cases take what they need from it and end with
+ * pair_close, which deregisters what is still registered (a case that deregisters a handle itself
+ * sets it to NULL), frees the buffers and closes both comms. */
+typedef struct {
+  void *sc, *rc;
+  char *sb, *rb;
+  void *smh, *rmh;
+} ib_pair_t;
+
+static int pair_open(ib_pair_t *p, int dev, size_t send_len, size_t recv_len) {
+  memset(p, 0, sizeof *p);
+  if (connect_pair_dev(dev, &p->sc, &p->rc)) return -1;
+  if (send_len) {
+    p->sb = malloc(send_len);
+    PT_CHECK(p->sb, "malloc %zu", send_len);
+    PT_CHECK(net->regMr(p->sc, p->sb, send_len, STRAND_PTR_HOST, &p->smh) == STRAND_SUCCESS,
+             "regMr send");
+  }
+  if (recv_len) {
+    p->rb = malloc(recv_len);
+    PT_CHECK(p->rb, "malloc %zu", recv_len);
+    PT_CHECK(net->regMr(p->rc, p->rb, recv_len, STRAND_PTR_HOST, &p->rmh) == STRAND_SUCCESS,
+             "regMr recv");
+  }
+  return 0;
+}
+
+static int pair_close(ib_pair_t *p) {
+  if (p->smh) net->deregMr(p->sc, p->smh);
+  if (p->rmh) net->deregMr(p->rc, p->rmh);
+  free(p->sb);
+  free(p->rb);
+  int r = net->closeSend(p->sc) == STRAND_SUCCESS && net->closeRecv(p->rc) == STRAND_SUCCESS;
+  memset(p, 0, sizeof *p);
+  PT_CHECK(r, "closeSend/closeRecv");
+  return 0;
+}
+
 static int post_recv(void *rc, int n, void **bufs, size_t *sizes, int *tags, void **mhs,
                      void **req) {
   double t0 = pt_now_s();
@@ -127,15 +166,12 @@ static int case_props(void) {
 /* Sizes crossing the immediate-size limit (2 MiB) and the QP split threshold; byte-exact with the
  * true size, guard bytes after the receive untouched. */
 static int transfer_on(int dev) {
-  void *sc, *rc;
-  if (connect_pair_dev(dev, &sc, &rc)) return -1;
   static const size_t sizes[] = {0, 1, 8, 4097, 65536, 1 << 20, (2 << 20) + 3, 8 << 20};
   size_t max = 8 << 20;
-  char *sb = malloc(max), *rb = malloc(max + 64);
-  void *smh = NULL, *rmh = NULL;
-  PT_CHECK(sb && rb, "malloc");
-  PT_CHECK(net->regMr(sc, sb, max, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr send");
-  PT_CHECK(net->regMr(rc, rb, max + 64, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr recv");
+  ib_pair_t p;
+  if (pair_open(&p, dev, max, max + 64)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     size_t n = sizes[k];
     pt_fill(sb, n, (unsigned)k + 7);
@@ -155,25 +191,18 @@ static int transfer_on(int dev) {
              pt_verify(rb, n, (unsigned)k + 7));
     PT_CHECK((unsigned char)rb[n] == 0xee, "%zu bytes: wrote past the message", n);
   }
-  net->deregMr(sc, smh);
-  net->deregMr(rc, rmh);
-  free(sb);
-  free(rb);
-  PT_CHECK(net->closeSend(sc) == STRAND_SUCCESS && net->closeRecv(rc) == STRAND_SUCCESS, "close");
-  return 0;
+  return pair_close(&p);
 }
 
 static int case_transfer(void) { return transfer_on(0); }
 
 /* A grouped receive of 3 (tags 10, 11, 12; one of size 0) matched by sends posted out of order. */
 static int case_group(void) {
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
   enum { N = 3, SZ = 300000 };
-  char *sb = malloc(N * SZ), *rb = malloc(N * SZ);
-  void *smh, *rmh;
-  PT_CHECK(net->regMr(sc, sb, N * SZ, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
-  PT_CHECK(net->regMr(rc, rb, N * SZ, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  ib_pair_t p;
+  if (pair_open(&p, 0, N * SZ, N * SZ)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   size_t lens[N] = {SZ - 1, 0, 1234};
   void *bufs[N], *mhs[N];
   size_t rsz[N];
@@ -200,24 +229,16 @@ static int case_group(void) {
     PT_CHECK(rs[i] == (int)lens[i], "slot %d size %d, sent %zu", i, rs[i], lens[i]);
     PT_CHECK(pt_verify(rb + i * SZ, lens[i], 100u + (unsigned)i) < 0, "slot %d data", i);
   }
-  net->deregMr(sc, smh);
-  net->deregMr(rc, rmh);
-  free(sb);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  return 0;
+  return pair_close(&p);
 }
 
 /* A send larger than the posted receive: an error on both sides, the receive buffer untouched,
  * and the comm still carries the next message. */
 static int case_oversize(void) {
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *sb = malloc(16384), *rb = malloc(16384);
-  void *smh, *rmh;
-  PT_CHECK(net->regMr(sc, sb, 16384, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
-  PT_CHECK(net->regMr(rc, rb, 16384, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  ib_pair_t p;
+  if (pair_open(&p, 0, 16384, 16384)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   memset(rb, 0x5c, 16384);
   pt_fill(sb, 16384, 9);
   void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
@@ -235,13 +256,7 @@ static int case_oversize(void) {
   PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && !es && !er && rs[0] == 16384,
            "comm unusable after the size error");
   PT_CHECK(pt_verify(rb, 16384, 9) < 0, "data after");
-  net->deregMr(sc, smh);
-  net->deregMr(rc, rmh);
-  free(sb);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  return 0;
+  return pair_close(&p);
 }
 
 /* The registration cache: many regMr of one range (and of sub-ranges) on two comms, each handle
@@ -282,12 +297,10 @@ static int case_regcache(void) {
 /* iflush through the loopback QP's RDMA read (STRAND_IB_FORCE_FLUSH=1; without it the plugin
  * returns "done" at once for host memory, which also passes). */
 static int case_flush(void) {
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *sb = malloc(65536), *rb = malloc(65536);
-  void *smh, *rmh;
-  PT_CHECK(net->regMr(sc, sb, 65536, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
-  PT_CHECK(net->regMr(rc, rb, 65536, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  ib_pair_t p;
+  if (pair_open(&p, 0, 65536, 65536)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
   size_t rsz[1] = {65536};
   int tags[1] = {0};
@@ -303,13 +316,7 @@ static int case_flush(void) {
     if (fr) PT_CHECK(pt_wait(&pn, fr, NULL, SMOKE_TIMEOUT_S) == STRAND_SUCCESS, "flush request");
     PT_CHECK(pt_verify(rb, 65536, 40u + (unsigned)round) < 0, "data");
   }
-  net->deregMr(sc, smh);
-  net->deregMr(rc, rmh);
-  free(sb);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  return 0;
+  return pair_close(&p);
 }
 
 /* NIC fusion: devices 0 and 1 fused into one virtual device that carries data over both rails
@@ -350,42 +357,28 @@ static int expect_recv_error(void *rc, void *rmh, void *rb, const char *want, do
 
 static int case_portdown(void) {
   double t0 = pt_now_s(); /* the knob counts from device discovery, at init: close enough */
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *rb = malloc(4096);
-  void *rmh;
-  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
-  int r = expect_recv_error(rc, rmh, rb, "sv0:1", t0);
-  net->deregMr(rc, rmh);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
+  ib_pair_t p;
+  if (pair_open(&p, 0, 0, 4096)) return -1;
+  int r = expect_recv_error(p.rc, p.rmh, p.rb, "sv0:1", t0);
+  if (pair_close(&p)) return -1;
   return r;
 }
 
 /* SOFTVERBS_FATAL_MS: IBV_EVENT_DEVICE_FATAL; every comm on the device fails, naming it. */
 static int case_fatal(void) {
   double t0 = pt_now_s();
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *rb = malloc(4096);
-  void *rmh;
-  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
-  int r = expect_recv_error(rc, rmh, rb, "sv0", t0);
-  net->deregMr(rc, rmh);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
+  ib_pair_t p;
+  if (pair_open(&p, 0, 0, 4096)) return -1;
+  int r = expect_recv_error(p.rc, p.rmh, p.rb, "sv0", t0);
+  if (pair_close(&p)) return -1;
   return r;
 }
 
 static int case_qperror(void) {
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *sb = malloc(4096), *rb = malloc(4096);
-  void *smh, *rmh;
-  PT_CHECK(net->regMr(sc, sb, 4096, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
-  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  ib_pair_t p;
+  if (pair_open(&p, 0, 4096, 4096)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   double t0 = pt_now_s();
   int es = 0, er = 0;
   stop_on_first_error = true;
@@ -411,29 +404,22 @@ static int case_qperror(void) {
   PT_CHECK(dt <= FAULT_BOUND_S, "error only after %.1f s", dt);
   PT_CHECK(strstr(last_warn, "QP") != NULL, "WARN does not name the QP: %s", last_warn);
   printf("  errors %d/%d after %.2f s: %s\n", es, er, dt, last_warn);
-  net->deregMr(sc, smh);
-  net->deregMr(rc, rmh);
-  free(sb);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  return 0;
+  return pair_close(&p);
 }
 
 /* The receive buffer's registration is released while the receive is posted: the sender's RDMA
  * write meets a dead rkey, which a NIC answers with a remote access error. */
 static int case_rkey(void) {
-  void *sc, *rc;
-  if (connect_pair_dev(0, &sc, &rc)) return -1;
-  char *sb = malloc(8192), *rb = malloc(8192);
-  void *smh, *rmh;
-  PT_CHECK(net->regMr(sc, sb, 8192, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
-  PT_CHECK(net->regMr(rc, rb, 8192, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  ib_pair_t p;
+  if (pair_open(&p, 0, 8192, 8192)) return -1;
+  void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
+  char *sb = p.sb, *rb = p.rb;
   void *bufs[1] = {rb}, *mhs[1] = {rmh}, *rr, *sr;
   size_t rsz[1] = {8192};
   int tags[1] = {0};
   PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv");
   PT_CHECK(net->deregMr(rc, rmh) == STRAND_SUCCESS, "deregMr");
+  p.rmh = NULL;
   double t0 = pt_now_s();
   PT_CHECK(post_send(sc, sb, 8192, 0, smh, &sr) == 0, "isend");
   int ss, rs[8], es, er;
@@ -443,12 +429,7 @@ static int case_rkey(void) {
   PT_CHECK(dt <= FAULT_BOUND_S, "error after %.1f s", dt);
   PT_CHECK(strstr(last_warn, "access") || strstr(last_warn, "QP"), "WARN: %s", last_warn);
   printf("  sender %d receiver %d after %.2f s: %s\n", es, er, dt, last_warn);
-  net->deregMr(sc, smh);
-  free(sb);
-  free(rb);
-  net->closeSend(sc);
-  net->closeRecv(rc);
-  return 0;
+  return pair_close(&p);
 }
 
 /* Child of peerkill: connect to the handle in argv (hex), say "up", wait to be killed. */
