@@ -98,7 +98,8 @@ for d in sys.argv[1:]:
                 flaky.append((d, j.get("name", "?"), r))
                 continue
             failed += 1
-            failures.append((d, j.get("name", "?"), r, j.get("stdout") or ""))
+            out = (j.get("stdout") or "") + (j.get("stderr") or "")  # a sanitizer reports on stderr
+            failures.append((d, j.get("name", "?"), r, out))
 # CI keeps only the tail of this script's output: name every failure here, at the end, with the
 # last lines its test printed, so a failure is never hidden above the part that was kept.
 for d, name, r in flaky:
@@ -106,7 +107,7 @@ for d, name, r in flaky:
           f"(first output: {d}/meson-logs/testlog.txt)")
 for d, name, r, out in failures:
     print(f"test.sh: FAILED in {d}/: {name} ({r})")
-    for l in out.rstrip().splitlines()[-25:]:
+    for l in out.rstrip().splitlines()[-40:]:
         print(f"    | {l}")
 open("build/test-summary.txt", "w").write(f"{passed} {failed} {skipped}\n")
 PY
