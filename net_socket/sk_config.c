@@ -25,8 +25,8 @@
 #define SK_TUNER_DEFAULT_CHANNELS "16K:0,32K:2:ll128,4M:2:simple"
 /* All-gather of 512 KiB to 4 MiB (NCCL's byte count: the whole output, nRanks x one rank's share):
  * NCCL 2.28 picks PAT for the speed strand-socket reports (ring for the built-in Socket's), and PAT
- * ran 1.2-2.6x slower than ring there on 2 fake nodes; at 256 KiB PAT won by 1.6x, from 8 MiB on
- * they tie (docs/benchmarks/socket.md, "All-gather"). */
+ * ran 1.4-2.4x slower than ring there on 2 fake nodes; at 256 KiB PAT won by 1.5x, from 8 MiB on
+ * they tie (docs/benchmarks/socket.md, "Every size again"). */
 #define SK_TUNER_DEFAULT_AG_RING "512K-4M"
 
 static struct {

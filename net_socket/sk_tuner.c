@@ -13,7 +13,7 @@
  * For an all-gather whose size (NCCL's nBytes: the whole output) lies in
  * STRAND_SOCKET_TUNER_ALLGATHER_RING and for which NCCL picked PAT, it makes ring's cheapest runnable
  * entry the cheapest: for the speed strand-socket reports NCCL 2.28 runs such all-gathers as PAT,
- * 1.2-2.6x slower than ring on two nodes there.
+ * 1.4-2.4x slower than ring on two nodes there.
  *
  * What it never does: change the algorithm otherwise, raise an entry's cost, touch an entry NCCL marked
  * ignored or negative (so it never picks what NCCL cannot run), change the protocol of anything but
