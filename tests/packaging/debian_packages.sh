@@ -6,16 +6,18 @@
 #   3. unpack every binary .deb with `dpkg-deb -x` into a scratch root (the host's dpkg database
 #      and /usr are never touched) and check each package holds its files where they belong;
 #   4. run the installed strand-conform against the installed plugins BY THEIR NCCL NAMES
-#      (strand-socket, strand-ofi) with LD_LIBRARY_PATH at the scratch multiarch libdir, the way
-#      NCCL_NET_PLUGIN=strand-socket resolves to libnccl-net-strand-socket.so;
+#      (strand-socket, strand-ofi, strand-ib) with LD_LIBRARY_PATH at the scratch multiarch libdir,
+#      the way NCCL_NET_PLUGIN=strand-socket resolves to libnccl-net-strand-socket.so; strand-ib
+#      moves data over tests/softverbs when its build directory is given (SOFTVERBS_DIR);
 #   5. build the example plugin shipped in libstrand-sdk-dev against the unpacked strand-sdk.pc
 #      (pkg-config --define-variable=prefix=<root>/usr) and load it by name too.
 # Skips (77) only when the Debian packaging tools or the build dependencies are not installed
 # (run.sh installs them).
 #
-# usage: debian_packages.sh SOURCE_ROOT
+# usage: debian_packages.sh SOURCE_ROOT [SOFTVERBS_DIR]
 set -u
 src=$(cd "$1" && pwd) || exit 1
+softverbs_dir=${2:-}
 
 missing=()
 for tool in dpkg-buildpackage dpkg-deb dpkg-architecture dpkg-checkbuilddeps dh lintian \
@@ -84,6 +86,7 @@ mkdir -p "$root"
 declare -A expect=(
   [libnccl-net-strand-socket]="usr/lib/$ma/libnccl-net-strand-socket.so"
   [libnccl-net-strand-ofi]="usr/lib/$ma/libnccl-net-strand-ofi.so"
+  [libnccl-net-strand-ib]="usr/lib/$ma/libnccl-net-strand-ib.so"
   [strand-conform]="usr/bin/strand-conform usr/share/man/man1/strand-conform.1.gz"
   [libstrand-sdk-dev]="usr/lib/$ma/libstrand-sdk.a usr/lib/$ma/pkgconfig/strand-sdk.pc
     usr/share/strand/plugin.map usr/include/strand/plugin.h usr/include/strand/abi/abi.h
@@ -134,6 +137,14 @@ if [ -x "$conform" ]; then
   # device discovery over the tcp provider, as run.sh uses it.
   run_conform ofi strand-ofi "LD_LIBRARY_PATH=$libdir" "FI_PROVIDER=tcp;ofi_rxm" -- --only 'load.*'
   check_from ofi "$libdir/libnccl-net-strand-ofi.so"
+  # The verbs plugin dlopen()s libibverbs.so.1: over the softverbs stand-in it moves data; with
+  # the host's libibverbs and no RDMA device it must still load and offer 0 devices.
+  if [ -n "$softverbs_dir" ]; then
+    run_conform ib strand-ib "LD_LIBRARY_PATH=$libdir:$softverbs_dir" -- --only 'load.*,props.*,xfer.*'
+  else
+    run_conform ib strand-ib "LD_LIBRARY_PATH=$libdir" -- --only 'load.*'
+  fi
+  check_from ib "$libdir/libnccl-net-strand-ib.so"
 else
   fail "strand-conform not unpacked"
 fi
