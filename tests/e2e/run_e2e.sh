@@ -22,6 +22,11 @@
 #   tests/e2e/run_e2e.sh unpack-bench     all-reduce 8 B .. E2E_MAXBYTES, the same NCCL settings for
 #                                         all three: unpack mode, strand-socket host mode, built-in
 #                                         Socket (docs/benchmarks/device-unpack.md)
+#   tests/e2e/run_e2e.sh profile ['ENV..'...]  where the time of a small collective goes: for each
+#                                         size of E2E_SIZES (default 8,64,1K) and for strand-socket
+#                                         (with each set of extra variables) and the built-in Socket,
+#                                         one run under NCCL's profiler with proxy_profiler.c: median
+#                                         and p90 of every phase of the proxy's send and receive steps
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
@@ -91,6 +96,10 @@ for d in net_ofi net_ib; do [[ -d $build/$d ]] && plugin_dirs=$plugin_dirs:$buil
 $CC -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -I"$nccl_inc" -I"$cuda/include" \
   "$root/tests/e2e/nccl_e2e.c" -o "$build/nccl_e2e" \
   "$nccl_so" "$cudart" -Wl,-rpath,"$nccl_lib" -Wl,-rpath,"$cudart_dir"
+# The proxy-step profiler (NCCL profiler plugin; needs no NCCL header). CI builds and tests it with
+# meson (tests/meson.build, test proxy-profiler); the meson build here has tests off.
+$CC -std=c11 -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden -pthread \
+  "$root/tests/e2e/proxy_profiler.c" -o "$build/libnccl-profiler-strand-steps.so"
 
 ngpu=$(nvidia-smi -L | wc -l)
 if (( ngpu == 1 )); then nranks=${NRANKS:-2}; else nranks=${NRANKS:-$(( ngpu < 8 ? ngpu : 8 ))}; fi
@@ -247,8 +256,29 @@ case "$mode" in
       --perf allreduce --minbytes 8 --maxbytes "$maxbytes" --tag "built-in Socket"
     grep -hE 'NCCL_NET_DEVICE_UNPACK|bounce arena' "$build/log.unpack.rank0" | head -3
     ;;
+  profile)
+    # One launch per size, so that each summary holds that size's steps (plus the warm-ups and the
+    # one-int all-reduce that picks the iteration count, both of the same small kind).
+    prof_env="NCCL_PROFILER_PLUGIN=strand-steps LD_LIBRARY_PATH=$build:$plugin_dirs:${LD_LIBRARY_PATH:-}"
+    configs=("builtin|$builtin_env")
+    if (( $# == 0 )); then configs+=("strand|$strand_env"); fi
+    for extra in "$@"; do configs+=("strand $extra|$strand_env $extra"); done
+    IFS=, read -r -a sizes <<<"${E2E_SIZES:-8,64,1K}"
+    for sz in "${sizes[@]}"; do
+      for cfg in "${configs[@]}"; do
+        name=${cfg%%|*} envs=${cfg#*|}
+        out=$build/profile.out
+        rm -f "$out".rank*
+        # launch gives every rank the same environment: STRAND_PROFILE_OUT names rank 0's file;
+        # the other ranks append to it as well, and only rank 0's lines are printed.
+        launch profile "$envs $prof_env STRAND_PROFILE_OUT=$out.rank0" \
+          --perf "${E2E_OP:-allreduce}" --sizes "$sz" --tag "profile $name $sz" | grep -v '^#  ' || true
+        grep -h ' rank=0/' "$out".rank0 2>/dev/null | sed "s/^/  [$name $sz] /" || true
+      done
+    done
+    ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile" >&2
     exit 2
     ;;
 esac

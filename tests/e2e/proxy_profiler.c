@@ -1,0 +1,229 @@
+/* tests/e2e/proxy_profiler.c — an NCCL profiler plugin (ncclProfiler_v5: NCCL 2.26 .. 2.28) that
+ * times each step of NCCL's network proxy, so that two network plugins (strand-socket and NCCL's
+ * built-in Socket) can be compared phase by phase under the same collective.
+ *
+ * NCCL's proxy reports, per step of a send or receive (src/transport/net.cc, 2.28):
+ *   send: step started (waiting for the GPU's data) -> SendPeerWait (data ready: isend is tried,
+ *         and retried while the plugin returns no request) -> SendWait (isend accepted) -> stop
+ *         (test() said done);
+ *   recv: step started (about to post) -> RecvWait (irecv accepted) -> [RecvFlushWait (iflush
+ *         posted)] -> RecvGPUWait (test() said done) -> stop (the GPU consumed the data).
+ * The time between two of those points is one phase; every phase of every step is kept, and at
+ * finalize the plugin writes one line per phase: count, median, 90th percentile and maximum, in
+ * microseconds. Nothing is timed that NCCL does not report, and only proxy-step events are asked
+ * for (the activation mask), so the cost is two clock reads per state change.
+ *
+ * Use (tests/e2e/run_e2e.sh profile does this): NCCL_PROFILER_PLUGIN=strand-steps with this
+ * library (libnccl-profiler-strand-steps.so) on LD_LIBRARY_PATH; STRAND_PROFILE_OUT=FILE appends
+ * the summary there instead of stderr. The structures below are written from NCCL's profiler ABI
+ * (ext-profiler v5): only the members this plugin reads are named. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int pp_result_t; /* ncclResult_t; 0 = ncclSuccess */
+enum { PP_SUCCESS = 0, PP_SYSTEM_ERROR = 2 };
+typedef void (*pp_logger_t)(int level, unsigned long flags, const char *file, int line,
+                            const char *fmt, ...);
+
+/* Event types (the activation mask's bits) and the proxy-step states of NCCL's profiler ABI. */
+enum { PP_EVENT_PROXY_STEP = 1 << 4 };
+enum {
+  PP_SEND_GPU_WAIT = 8,
+  PP_SEND_WAIT = 9,
+  PP_RECV_WAIT = 10,
+  PP_RECV_FLUSH_WAIT = 11,
+  PP_RECV_GPU_WAIT = 12,
+  PP_SEND_PEER_WAIT = 20,
+};
+
+/* ncclProfilerEventDescr_v5_t: type, parentObj, rank, then a union of which only proxyStep is read. */
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      int step;
+    } proxyStep;
+  };
+} pp_descr_t;
+
+typedef struct {
+  const char *name;
+  pp_result_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                      int nNodes, int nranks, int rank, pp_logger_t logfn);
+  pp_result_t (*startEvent)(void *context, void **eHandle, pp_descr_t *eDescr);
+  pp_result_t (*stopEvent)(void *eHandle);
+  pp_result_t (*recordEventState)(void *eHandle, int eState, void *eStateArgs);
+  pp_result_t (*finalize)(void *context);
+} pp_profiler_v5_t;
+
+/* ---- phases ---------------------------------------------------------------------------------- */
+
+enum {
+  PH_SEND_GPU,     /* step start -> data ready (the GPU producing the data, the slot free) */
+  PH_SEND_POST,    /* data ready -> isend accepted (retries while the plugin has no request) */
+  PH_SEND_NET,     /* isend accepted -> test() done */
+  PH_RECV_POST,    /* step start -> irecv accepted */
+  PH_RECV_NET,     /* irecv accepted -> test() done (or -> iflush posted) */
+  PH_RECV_FLUSH,   /* iflush posted -> done */
+  PH_RECV_GPU,     /* test() done -> the GPU consumed the data */
+  PH_COUNT
+};
+static const char *const phase_names[PH_COUNT] = {
+    "send.gpu-data", "send.isend-accepted", "send.network", "recv.irecv-accepted",
+    "recv.network", "recv.flush", "recv.gpu-consumed"};
+
+#define PP_MAX_SAMPLES (1 << 18) /* per phase per communicator: beyond, only count and max */
+
+typedef struct {
+  float *us; /* samples, microseconds */
+  size_t n, kept;
+  double max;
+} pp_phase_t;
+
+typedef struct {
+  pthread_mutex_t lock;
+  uint64_t comm_id;
+  int rank, nranks;
+  pp_phase_t ph[PH_COUNT];
+} pp_ctx_t;
+
+/* One step: the time it started and of the last state recorded, and which one that was. */
+typedef struct {
+  pp_ctx_t *ctx;
+  uint64_t t_start, t_last;
+  int last_state; /* 0 = none yet */
+} pp_step_t;
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void add(pp_ctx_t *c, int phase, uint64_t t0, uint64_t t1) {
+  if (phase < 0 || t1 < t0) return;
+  double us = (double)(t1 - t0) / 1000.0;
+  pthread_mutex_lock(&c->lock);
+  pp_phase_t *p = &c->ph[phase];
+  if (p->us == NULL) p->us = malloc(PP_MAX_SAMPLES * sizeof *p->us);
+  if (p->us != NULL && p->kept < PP_MAX_SAMPLES) p->us[p->kept++] = (float)us;
+  p->n++;
+  if (us > p->max) p->max = us;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* The phase that ends when `state` is recorded after `prev` (0 = the step's start). */
+static int phase_ending_at(int prev, int state) {
+  switch (state) {
+    case PP_SEND_PEER_WAIT: return prev == 0 || prev == PP_SEND_GPU_WAIT ? PH_SEND_GPU : -1;
+    case PP_SEND_WAIT: return prev == PP_SEND_PEER_WAIT ? PH_SEND_POST : -1;
+    case PP_RECV_WAIT: return prev == 0 ? PH_RECV_POST : -1;
+    case PP_RECV_FLUSH_WAIT: return prev == PP_RECV_WAIT ? PH_RECV_NET : -1;
+    case PP_RECV_GPU_WAIT:
+      return prev == PP_RECV_WAIT ? PH_RECV_NET : prev == PP_RECV_FLUSH_WAIT ? PH_RECV_FLUSH : -1;
+    default: return -1; /* SendGPUWait marks the start; it ends no phase */
+  }
+}
+
+/* ---- the ABI ---------------------------------------------------------------------------------- */
+
+static pp_result_t pp_init(void **context, uint64_t commId, int *eActivationMask,
+                           const char *commName, int nNodes, int nranks, int rank,
+                           pp_logger_t logfn) {
+  (void)commName, (void)nNodes, (void)logfn;
+  if (context == NULL || eActivationMask == NULL) return PP_SYSTEM_ERROR;
+  pp_ctx_t *c = calloc(1, sizeof *c);
+  if (c == NULL) return PP_SYSTEM_ERROR;
+  pthread_mutex_init(&c->lock, NULL);
+  c->comm_id = commId;
+  c->rank = rank;
+  c->nranks = nranks;
+  *eActivationMask = PP_EVENT_PROXY_STEP;
+  *context = c;
+  return PP_SUCCESS;
+}
+
+static pp_result_t pp_start(void *context, void **eHandle, pp_descr_t *eDescr) {
+  if (eHandle == NULL) return PP_SUCCESS;
+  *eHandle = NULL;
+  if (context == NULL || eDescr == NULL || eDescr->type != PP_EVENT_PROXY_STEP) return PP_SUCCESS;
+  pp_step_t *s = malloc(sizeof *s);
+  if (s == NULL) return PP_SUCCESS; /* this step is simply not timed */
+  s->ctx = context;
+  s->t_start = s->t_last = now_ns();
+  s->last_state = 0;
+  *eHandle = s;
+  return PP_SUCCESS;
+}
+
+static pp_result_t pp_record(void *eHandle, int eState, void *eStateArgs) {
+  (void)eStateArgs;
+  pp_step_t *s = eHandle;
+  if (s == NULL) return PP_SUCCESS;
+  uint64_t t = now_ns();
+  int ph = phase_ending_at(s->last_state, eState);
+  if (ph >= 0) add(s->ctx, ph, s->last_state == 0 ? s->t_start : s->t_last, t);
+  if (eState == PP_SEND_GPU_WAIT && s->last_state == 0) return PP_SUCCESS; /* still the start */
+  s->last_state = eState;
+  s->t_last = t;
+  return PP_SUCCESS;
+}
+
+static pp_result_t pp_stop(void *eHandle) {
+  pp_step_t *s = eHandle;
+  if (s == NULL) return PP_SUCCESS;
+  uint64_t t = now_ns();
+  if (s->last_state == PP_SEND_WAIT) add(s->ctx, PH_SEND_NET, s->t_last, t);
+  else if (s->last_state == PP_RECV_GPU_WAIT) add(s->ctx, PH_RECV_GPU, s->t_last, t);
+  free(s);
+  return PP_SUCCESS;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static pp_result_t pp_finalize(void *context) {
+  pp_ctx_t *c = context;
+  if (c == NULL) return PP_SUCCESS;
+  const char *path = getenv("STRAND_PROFILE_OUT");
+  FILE *out = path && *path ? fopen(path, "a") : NULL;
+  FILE *f = out ? out : stderr;
+  for (int i = 0; i < PH_COUNT; i++) {
+    pp_phase_t *p = &c->ph[i];
+    if (p->n == 0) continue;
+    double med = 0, p90 = 0;
+    if (p->kept > 0) {
+      qsort(p->us, p->kept, sizeof *p->us, cmp_float);
+      med = p->us[p->kept / 2];
+      p90 = p->us[(p->kept * 9) / 10];
+    }
+    fprintf(f, "proxy-steps comm=%016llx rank=%d/%d phase=%s n=%zu median_us=%.2f p90_us=%.2f "
+            "max_us=%.1f\n", (unsigned long long)c->comm_id, c->rank, c->nranks, phase_names[i],
+            p->n, med, p90, p->max);
+    free(p->us);
+  }
+  if (out) fclose(out);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+  return PP_SUCCESS;
+}
+
+__attribute__((visibility("default"))) const pp_profiler_v5_t ncclProfiler_v5 = {
+    .name = "strand-steps",
+    .init = pp_init,
+    .startEvent = pp_start,
+    .stopEvent = pp_stop,
+    .recordEventState = pp_record,
+    .finalize = pp_finalize,
+};
