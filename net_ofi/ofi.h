@@ -279,6 +279,9 @@ strand_result_t ofi_av_lookup(ofi_dev_t *dev, const uint8_t *name, size_t len, f
 /* Drops `peer` from the AV (and its cache), so that a later connection to the same endpoint gets
  * a fresh provider connection instead of a dead one. Lock held. */
 void ofi_av_forget(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* Drops peer from the AV and its cache (quietly: INFO) when it is cached; the caller has checked
+ * that no comm and no control send still uses it. */
+void ofi_av_release(ofi_dev_t *dev, fi_addr_t peer);
 bool ofi_errno_is_connection_loss(int err);
 strand_result_t ofi_errno_result(int err);
 void ofi_addr_str(const uint8_t *name, size_t len, char *out, size_t outlen);

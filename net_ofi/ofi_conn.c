@@ -328,6 +328,32 @@ strand_result_t ofi_close_listen(void *listenComm) {
 /* ------------------------------------------------------------------------------------------ */
 /* control messages                                                                             */
 
+/* Whether a comm, or a control send in flight, still uses `peer`. */
+static bool peer_in_use(ofi_dev_t *d, fi_addr_t peer) {
+  for (ofi_comm_t *c = d->comms; c; c = c->next)
+    if (c->peer == peer) return true;
+  for (int i = 0; i < OFI_CTRL_SENDS; i++)
+    if (d->ctrl_send[i].busy && d->ctrl_send[i].dest == peer) return true;
+  return false;
+}
+
+/* A reply (REJECT, GONE) went to an address this process may have no comm with: once the
+ * provider is done with it, the address leaves the AV again unless something uses it, so a run of
+ * connect or probe messages naming ever new addresses (strangers, ranks of an earlier job holding
+ * stale handles) cannot grow the AV and its cache without bound. */
+static void reply_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
+  fi_addr_t peer = cs->dest;
+  ofi_conn_ctrl_sent(d, cs, e);
+  if (!peer_in_use(d, peer)) ofi_av_release(d, peer);
+}
+
+static void send_reply(ofi_dev_t *d, fi_addr_t peer, uint16_t kind, uint32_t dst, uint32_t src,
+                       uint64_t nonce) {
+  if (ofi_ctrl_send(d, peer, kind, dst, src, nonce, 0, 0, NULL, 0, reply_sent) != 0 &&
+      !peer_in_use(d, peer))
+    ofi_av_release(d, peer); /* no free control slot: no reply, and nothing keeps the address */
+}
+
 static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
   char from[64];
   ofi_addr_str(m->name, m->name_len, from, sizeof from);
@@ -338,8 +364,7 @@ static void on_connect(ofi_dev_t *d, const ofi_ctrl_msg_t *m) {
     STRAND_WARN("connect message from %s on %s names %s listen id %u; rejected (stale handle, closed "
              "listen comm, or a handle from another job)",
              from, d->name, l ? "the wrong nonce for" : "unknown", m->dst_id);
-    ofi_ctrl_send(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce, 0, 0, NULL, 0,
-                  ofi_conn_ctrl_sent);
+    send_reply(d, peer, OFI_CTRL_REJECT, m->src_id, 0, m->nonce);
     return;
   }
   ofi_comm_t *c = comm_new(d, OFI_COMM_RECV);
@@ -403,8 +428,7 @@ static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
       if (!match || c->closed) {
         fi_addr_t peer;
         if (m->name_len && ofi_av_lookup(d, m->name, m->name_len, &peer) == STRAND_SUCCESS)
-          ofi_ctrl_send(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce, 0, 0, NULL, 0,
-                        ofi_conn_ctrl_sent);
+          send_reply(d, peer, OFI_CTRL_GONE, m->src_id, m->dst_id, m->nonce);
       }
       return;
     case OFI_CTRL_GONE:

@@ -389,17 +389,31 @@ bool ofi_errno_is_connection_loss(int err) {
          err == FI_ECONNABORTED || err == FI_ESHUTDOWN || err == EPIPE || err == FI_EHOSTUNREACH;
 }
 
-void ofi_av_forget(ofi_dev_t *d, fi_addr_t peer, const char *why) {
+/* Takes peer out of the cache (writing its printable address to s); false if it was not there. */
+static bool av_cache_drop(ofi_dev_t *d, fi_addr_t peer, char *s, size_t len) {
   for (ofi_av_entry_t **p = &d->av_cache; *p; p = &(*p)->next) {
     ofi_av_entry_t *e = *p;
     if (e->addr != peer) continue;
     *p = e->next;
-    char s[64];
-    ofi_addr_str(e->name, e->len, s, sizeof s);
+    ofi_addr_str(e->name, e->len, s, len);
+    free(e);
+    return true;
+  }
+  return false;
+}
+
+void ofi_av_forget(ofi_dev_t *d, fi_addr_t peer, const char *why) {
+  char s[64];
+  if (av_cache_drop(d, peer, s, sizeof s))
     STRAND_INFO(STRAND_SUBSYS_NET, "connection to %s on %s lost (%s); address dropped from the AV",
                 s, d->name, why);
-    free(e);
-    break;
-  }
   fi_av_remove(d->av, &peer, 1, 0);
+}
+
+void ofi_av_release(ofi_dev_t *d, fi_addr_t peer) {
+  char s[64];
+  if (!av_cache_drop(d, peer, s, sizeof s)) return;
+  if (d->av) fi_av_remove(d->av, &peer, 1, 0);
+  STRAND_INFO(STRAND_SUBSYS_NET, "address %s released from the AV of %s: no comm uses it", s,
+              d->name);
 }

@@ -10,6 +10,10 @@
  *                     within the normal bound while they stay, and descriptors return near the
  *                     baseline after they leave
  *   memory            1000 connect/close pairs; RSS growth per pair must stay under a bound
+ *   rejects           peer processes (each a new endpoint address) connect with a stale nonce and
+ *                     are rejected: every such address must leave the AV again once its REJECT is
+ *                     done (no growth with the number of strangers), and a later legitimate connect
+ *                     from a new peer still works
  *   flap-recv HANDLE_FILE STOP_FILE / flap-send HANDLE_FILE STOP_FILE
  *                     the receiver writes its handle, then both move verified 64 KiB messages until
  *                     STOP_FILE exists. Exit 0: everything arrived intact; 3: test() reported an
@@ -18,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +31,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -36,6 +42,19 @@ static strand_net_v12_t *net;
 static pt_net_t ptn;
 static void *ctx;
 static const double BOUND_S = 20.0;
+
+/* Plugin log lines (INFO included) that say an address left the AV because nothing used it. */
+static int av_released;
+static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...) {
+  (void)level, (void)flags, (void)file, (void)line;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (strstr(msg, "released from the AV")) __atomic_add_fetch(&av_released, 1, __ATOMIC_RELAXED);
+}
 
 static int count_fds(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -351,6 +370,55 @@ static int test_strangers(const char *plugin) {
   return 0;
 }
 
+/* ---- rejected connects do not grow the AV ---- */
+static int test_rejects(const char *plugin) {
+  enum { PEERS = 6 };
+  char handle[STRAND_NET_HANDLE_MAXSIZE];
+  void *l = NULL;
+  PT_CHECK(net->listen(ctx, 0, handle, &l) == 0, "listen");
+  char stale[STRAND_NET_HANDLE_MAXSIZE];
+  memcpy(stale, handle, sizeof stale);
+  stale[8] ^= 0x5a; /* the nonce (ofi_wire.h: after magic and listen id) */
+  for (int i = 0; i < PEERS; i++) {
+    if (peer_start(plugin)) return -1;
+    char cmd = 'k';
+    PT_CHECK(write(peer_in, &cmd, 1) == 1 && write(peer_in, stale, sizeof stale) == (ssize_t)sizeof stale,
+             "command to peer");
+    /* Progress our side until the peer has its answer (a refused connect). */
+    struct pollfd pfd = {.fd = peer_out, .events = POLLIN};
+    double t0 = pt_now_s();
+    while (poll(&pfd, 1, 0) == 0 && pt_now_s() - t0 < BOUND_S) {
+      void *r = NULL;
+      PT_CHECK(net->accept(l, &r, NULL) == 0 && r == NULL, "accept took the stale connect");
+      usleep(1000);
+    }
+    char ok = 0;
+    PT_CHECK(read_full(peer_out, &ok, 1) == 0, "peer answer");
+    PT_CHECK(ok != 0, "peer %d connected with a stale nonce", i);
+    peer_stop();
+  }
+  /* Each REJECT completes (delivered, or failed once its peer is gone); then its address goes. */
+  double t0 = pt_now_s();
+  while (__atomic_load_n(&av_released, __ATOMIC_RELAXED) < PEERS && pt_now_s() - t0 < BOUND_S) {
+    void *r = NULL;
+    net->accept(l, &r, NULL);
+    usleep(2000);
+  }
+  int released = __atomic_load_n(&av_released, __ATOMIC_RELAXED);
+  printf("rejects: %d stale connects from %d peer processes, %d addresses released from the AV\n",
+         PEERS, PEERS, released);
+  PT_CHECK(released >= PEERS, "only %d of %d rejected peers' addresses left the AV", released, PEERS);
+  net->closeListen(l);
+  /* The plugin is unharmed: a new peer connects and sends. */
+  if (peer_start(plugin)) return -1;
+  void *r = NULL;
+  if (peer_pair('c', &r, 10.0)) return -1;
+  net->closeRecv(r);
+  peer_stop();
+  printf("ok rejects\n");
+  return 0;
+}
+
 /* ---- memory per connect/close pair ---- */
 static int test_memory(const char *plugin) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -497,7 +565,12 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IONBF, 0);
   if (load(argv[1])) return 1;
-  PT_CHECK(net->init(&ctx, 0x1234, NULL, NULL, NULL) == STRAND_SUCCESS, "init");
+  /* `rejects` counts the plugin's NET INFO lines: let them through the plugin's log filter. */
+  if (strcmp(argv[2], "rejects") == 0) {
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  }
+  PT_CHECK(net->init(&ctx, 0x1234, NULL, logger, NULL) == STRAND_SUCCESS, "init");
   const char *mode = argv[2];
   if (strcmp(mode, "peer") == 0 && argc >= 5) return peer_main(atoi(argv[3]), atoi(argv[4]));
   if (strcmp(mode, "flap-recv") == 0 || strcmp(mode, "flap-send") == 0) {
@@ -510,6 +583,8 @@ int main(int argc, char **argv) {
     test_strangers(argv[1]);
   else if (strcmp(mode, "memory") == 0)
     test_memory(argv[1]);
+  else if (strcmp(mode, "rejects") == 0)
+    test_rejects(argv[1]);
   else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
