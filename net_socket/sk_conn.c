@@ -246,7 +246,8 @@ static void connecting_reap(bool all) {
     char a[STRAND_SOCKADDR_STRLEN];
     STRAND_INFO(STRAND_SUBSYS_NET, "connect to %s abandoned (no connect() call for %.1f s%s): "
                 "its %d streams are closed", strand_sockaddr_to_string(&st->addr, a, sizeof a),
-                (double)(now - st->touched_ns) / 1e9, all ? ", plugin shutting down" : "",
+                st->touched_ns < now ? (double)(now - st->touched_ns) / 1e9 : 0.0,
+                all ? ", plugin shutting down" : "",
                 st->total);
     connecting_free(st);
   }
