@@ -27,43 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef int pp_result_t; /* ncclResult_t; 0 = ncclSuccess */
-enum { PP_SUCCESS = 0, PP_SYSTEM_ERROR = 2 };
-typedef void (*pp_logger_t)(int level, unsigned long flags, const char *file, int line,
-                            const char *fmt, ...);
-
-/* Event types (the activation mask's bits) and the proxy-step states of NCCL's profiler ABI. */
-enum { PP_EVENT_PROXY_STEP = 1 << 4 };
-enum {
-  PP_SEND_GPU_WAIT = 8,
-  PP_SEND_WAIT = 9,
-  PP_RECV_WAIT = 10,
-  PP_RECV_FLUSH_WAIT = 11,
-  PP_RECV_GPU_WAIT = 12,
-  PP_SEND_PEER_WAIT = 20,
-};
-
-/* ncclProfilerEventDescr_v5_t: type, parentObj, rank, then a union of which only proxyStep is read. */
-typedef struct {
-  uint64_t type;
-  void *parentObj;
-  int rank;
-  union {
-    struct {
-      int step;
-    } proxyStep;
-  };
-} pp_descr_t;
-
-typedef struct {
-  const char *name;
-  pp_result_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-                      int nNodes, int nranks, int rank, pp_logger_t logfn);
-  pp_result_t (*startEvent)(void *context, void **eHandle, pp_descr_t *eDescr);
-  pp_result_t (*stopEvent)(void *eHandle);
-  pp_result_t (*recordEventState)(void *eHandle, int eState, void *eStateArgs);
-  pp_result_t (*finalize)(void *context);
-} pp_profiler_v5_t;
+#include "nccl_profiler_abi.h"
 
 /* ---- phases ---------------------------------------------------------------------------------- */
 

@@ -14,42 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-  uint64_t type;
-  void *parentObj;
-  int rank;
-  union {
-    struct {
-      int step;
-    } proxyStep;
-    char other[64];
-  };
-} descr_t;
-
-typedef struct {
-  const char *name;
-  int (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-              int nNodes, int nranks, int rank, void *logfn);
-  int (*startEvent)(void *context, void **eHandle, descr_t *eDescr);
-  int (*stopEvent)(void *eHandle);
-  int (*recordEventState)(void *eHandle, int eState, void *eStateArgs);
-  int (*finalize)(void *context);
-} profiler_t;
-
-enum { PROXY_STEP = 1 << 4, PROXY_OP = 1 << 3 };
-enum { SEND_GPU_WAIT = 8, SEND_WAIT = 9, RECV_WAIT = 10, RECV_FLUSH_WAIT = 11, RECV_GPU_WAIT = 12,
-       SEND_PEER_WAIT = 20 };
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#include "nccl_profiler_abi.h"
+#include "plugin_test.h"
 
 /* The summary line of `phase`: its count and median (µs); 0 when the phase has no line. */
 static int phase_line(const char *text, const char *phase, long *n, double *median) {
@@ -60,70 +26,62 @@ static int phase_line(const char *text, const char *phase, long *n, double *medi
   return sscanf(p + strlen(key), "n=%ld median_us=%lf", n, median) == 2;
 }
 
-int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s libnccl-profiler-strand-steps.so\n", argv[0]);
-    return 2;
-  }
-  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    fprintf(stderr, "dlopen: %s\n", dlerror());
-    return 1;
-  }
-  const profiler_t *p = dlsym(lib, "ncclProfiler_v5");
-  CHECK(p != NULL, "no ncclProfiler_v5");
-  if (!p) return 1;
-  CHECK(strcmp(p->name, "strand-steps") == 0, "name %s", p->name);
+static int run(const char *path) {
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  PT_CHECK(lib != NULL, "dlopen: %s", dlerror());
+  const pp_profiler_v5_t *p = dlsym(lib, "ncclProfiler_v5");
+  PT_CHECK(p != NULL, "no ncclProfiler_v5");
+  PT_CHECK(strcmp(p->name, "strand-steps") == 0, "name %s", p->name);
 
   char out[] = "/tmp/strand-profile-XXXXXX";
   int fd = mkstemp(out);
-  CHECK(fd >= 0, "mkstemp");
+  PT_CHECK(fd >= 0, "mkstemp");
   close(fd);
   setenv("STRAND_PROFILE_OUT", out, 1);
 
   void *ctx = NULL;
   int mask = 0;
-  CHECK(p->init(&ctx, 0x1234, &mask, "test", 2, 2, 0, NULL) == 0 && ctx, "init");
-  CHECK(mask == PROXY_STEP, "activation mask %#x, want proxy steps only", mask);
+  PT_CHECK(p->init(&ctx, 0x1234, &mask, "test", 2, 2, 0, NULL) == 0 && ctx, "init");
+  PT_CHECK(mask == PP_EVENT_PROXY_STEP, "activation mask %#x, want proxy steps only", mask);
 
   /* Events the plugin did not ask for get no handle; NULL handles are accepted everywhere. */
-  descr_t op = {.type = PROXY_OP};
+  pp_descr_t op = {.type = 1 << 3 /* a proxy-op event */};
   void *h = (void *)&op;
-  CHECK(p->startEvent(ctx, &h, &op) == 0 && h == NULL, "proxy-op event got a handle");
-  CHECK(p->recordEventState(NULL, SEND_WAIT, NULL) == 0 && p->stopEvent(NULL) == 0, "NULL handle");
+  PT_CHECK(p->startEvent(ctx, &h, &op) == 0 && h == NULL, "proxy-op event got a handle");
+  PT_CHECK(p->recordEventState(NULL, PP_SEND_WAIT, NULL) == 0 && p->stopEvent(NULL) == 0, "NULL handle");
 
   enum { SENDS = 5, RECVS = 4 };
   for (int i = 0; i < SENDS; i++) {
-    descr_t d = {.type = PROXY_STEP, .proxyStep.step = i};
+    pp_descr_t d = {.type = PP_EVENT_PROXY_STEP, .proxyStep.step = i};
     void *s = NULL;
-    CHECK(p->startEvent(ctx, &s, &d) == 0 && s, "send step %d", i);
-    p->recordEventState(s, SEND_GPU_WAIT, NULL);
+    PT_CHECK(p->startEvent(ctx, &s, &d) == 0 && s, "send step %d", i);
+    p->recordEventState(s, PP_SEND_GPU_WAIT, NULL);
     usleep(2000); /* the GPU producing the data */
-    p->recordEventState(s, SEND_PEER_WAIT, NULL);
+    p->recordEventState(s, PP_SEND_PEER_WAIT, NULL);
     usleep(300);  /* isend retried */
-    p->recordEventState(s, SEND_WAIT, NULL);
+    p->recordEventState(s, PP_SEND_WAIT, NULL);
     usleep(1000); /* on the network */
     p->stopEvent(s);
   }
   for (int i = 0; i < RECVS; i++) {
-    descr_t d = {.type = PROXY_STEP, .proxyStep.step = i};
+    pp_descr_t d = {.type = PP_EVENT_PROXY_STEP, .proxyStep.step = i};
     void *s = NULL;
-    CHECK(p->startEvent(ctx, &s, &d) == 0 && s, "recv step %d", i);
-    p->recordEventState(s, RECV_WAIT, NULL);
+    PT_CHECK(p->startEvent(ctx, &s, &d) == 0 && s, "recv step %d", i);
+    p->recordEventState(s, PP_RECV_WAIT, NULL);
     usleep(1500); /* on the network */
     if (i % 2) {
-      p->recordEventState(s, RECV_FLUSH_WAIT, NULL);
+      p->recordEventState(s, PP_RECV_FLUSH_WAIT, NULL);
       usleep(700);
     }
-    p->recordEventState(s, RECV_GPU_WAIT, NULL);
+    p->recordEventState(s, PP_RECV_GPU_WAIT, NULL);
     usleep(500); /* the GPU consuming it */
     p->stopEvent(s);
   }
-  CHECK(p->finalize(ctx) == 0, "finalize");
+  PT_CHECK(p->finalize(ctx) == 0, "finalize");
 
   char text[8192] = {0};
   FILE *f = fopen(out, "r");
-  CHECK(f != NULL, "no summary in %s", out);
+  PT_CHECK(f != NULL, "no summary in %s", out);
   if (f) {
     size_t got = fread(text, 1, sizeof text - 1, f);
     text[got] = '\0';
@@ -142,12 +100,20 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     long n = -1;
     double med = -1;
-    CHECK(phase_line(text, want[i].phase, &n, &med), "no line for phase %s", want[i].phase);
-    CHECK(n == want[i].n, "phase %s counted %ld steps, want %ld", want[i].phase, n, want[i].n);
-    CHECK(med >= want[i].min_median_us, "phase %s median %.1f us, below the %.0f us slept",
+    PT_CHECK(phase_line(text, want[i].phase, &n, &med), "no line for phase %s", want[i].phase);
+    PT_CHECK(n == want[i].n, "phase %s counted %ld steps, want %ld", want[i].phase, n, want[i].n);
+    PT_CHECK(med >= want[i].min_median_us, "phase %s median %.1f us, below the %.0f us slept",
           want[i].phase, med, want[i].min_median_us);
   }
-  CHECK(strstr(text, "comm=0000000000001234 rank=0/2") != NULL, "comm id / rank missing");
-  printf("%s\n", failures ? "FAILED" : "ok");
-  return failures ? 1 : 0;
+  PT_CHECK(strstr(text, "comm=0000000000001234 rank=0/2") != NULL, "comm id / rank missing");
+  printf("ok\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s libnccl-profiler-strand-steps.so\n", argv[0]);
+    return 2;
+  }
+  return run(argv[1]) == 0 && pt_failures == 0 ? 0 : 1;
 }
