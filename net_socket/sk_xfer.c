@@ -434,11 +434,15 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
                 c->peer, size, data, (size_t)SK_MAX_MSG);
     return STRAND_INVALID_ARGUMENT;
   }
-  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "isend");
+  if (!ctrl_flush(c)) return report(c, "isend");
   if (!c->use_workers) proxy_move(c);
   uint32_t pos;
   int idx;
-  if (!match_cts(c, tag, &pos, &idx)) {
+  /* The control stream is read only when no receive already known matches: NCCL's receiver posts
+   * several steps ahead, so most isends match a CTS read earlier, and an empty recv() on the
+   * proxy thread is a system call on every step (issue 13: the proxy-step profile showed isend
+   * taking 5-9 us where the built-in Socket takes 0.1). */
+  if (!match_cts(c, tag, &pos, &idx) && (!ctrl_poll(c) || !match_cts(c, tag, &pos, &idx))) {
     if (c->peer_closed) {
       sk_comm_set_error(c, STRAND_REMOTE_ERROR,
                         "the peer closed the connection before posting a receive for this "
@@ -535,7 +539,9 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
       }
     }
   }
-  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "irecv");
+  /* Posting needs no read of the control stream (test() reads it): one system call fewer per
+   * step on the proxy thread. Queued control bytes go out first, so CTSs stay in order. */
+  if (!ctrl_flush(c)) return report(c, "irecv");
   sk_recv_slot_t *s = strand_pool_get(&c->slots);
   if (s == NULL) return STRAND_SUCCESS; /* SK_RECV_SLOTS posted: retry later */
   char *landing = NULL; /* unpack mode: the bounce-arena run the payload goes to instead */
@@ -598,15 +604,27 @@ strand_result_t sk_iflush(void *recvComm, int n, void **data, int *sizes, void *
 
 /* ---- test ----------------------------------------------------------------------------------- */
 
+static bool send_complete(const sk_send_req_t *r) {
+  return r->next_off == r->size && r->comm->tx_written >= r->ctrl_end &&
+         atomic_load_explicit(&r->bytes_done, memory_order_acquire) == r->size;
+}
+
 static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   sk_comm_t *c = r->comm;
+  /* A send whose header (and inline payload, or every chunk) has left is done: no system call.
+   * Small messages are complete when isend returns, so their first test() costs nothing. */
+  if (send_complete(r)) {
+    *done = 1;
+    if (sizes) sizes[0] = (int)r->size;
+    strand_pool_put(&c->reqs, r);
+    return STRAND_SUCCESS;
+  }
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
   if (c->pend_head) pump(c);
   if (!c->use_workers) proxy_move(c);
   strand_result_t rc = report(c, "test");
   if (rc != STRAND_SUCCESS) return rc;
-  if (r->next_off == r->size && c->tx_written >= r->ctrl_end &&
-      atomic_load_explicit(&r->bytes_done, memory_order_acquire) == r->size) {
+  if (send_complete(r)) {
     *done = 1;
     if (sizes) sizes[0] = (int)r->size;
     strand_pool_put(&c->reqs, r);

@@ -13,7 +13,7 @@ typedef void (*pp_logger_t)(int level, unsigned long flags, const char *file, in
                             const char *fmt, ...);
 
 /* Event types (the activation mask's bits) and the proxy-step states of NCCL's profiler ABI. */
-enum { PP_EVENT_PROXY_STEP = 1 << 4 };
+enum { PP_EVENT_PROXY_OP = 1 << 3, PP_EVENT_PROXY_STEP = 1 << 4 };
 enum {
   PP_SEND_GPU_WAIT = 8,
   PP_SEND_WAIT = 9,

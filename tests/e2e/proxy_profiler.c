@@ -11,7 +11,8 @@
  * The time between two of those points is one phase; every phase of every step is kept, and at
  * finalize the plugin writes one line per phase: count, median, 90th percentile and maximum, in
  * microseconds. Nothing is timed that NCCL does not report, and only proxy-step events are asked
- * for (the activation mask), so the cost is two clock reads per state change.
+ * for (the activation mask; NCCL then also starts their proxy-op events, which get a handle and
+ * nothing else), so the cost is two clock reads per state change.
  *
  * Use (tests/e2e/run_e2e.sh profile does this): NCCL_PROFILER_PLUGIN=strand-steps with this
  * library (libnccl-profiler-strand-steps.so) on LD_LIBRARY_PATH; STRAND_PROFILE_OUT=FILE appends
@@ -58,6 +59,7 @@ typedef struct {
   uint64_t comm_id;
   int rank, nranks;
   pp_phase_t ph[PH_COUNT];
+  size_t steps; /* proxy-step events started: 0 at finalize means NCCL sent none */
 } pp_ctx_t;
 
 /* One step: the time it started and of the last state recorded, and which one that was. */
@@ -116,13 +118,26 @@ static pp_result_t pp_init(void **context, uint64_t commId, int *eActivationMask
   return PP_SUCCESS;
 }
 
+/* The handle of every proxy-op event. NCCL 2.28 records a proxy step's states only while the
+ * step's proxy-op event has a handle (profiler.cc checks sub->opEventHandle), so proxy ops must
+ * get one although nothing is timed for them; it is never dereferenced. */
+static char pp_proxy_op_handle;
+
 static pp_result_t pp_start(void *context, void **eHandle, pp_descr_t *eDescr) {
   if (eHandle == NULL) return PP_SUCCESS;
   *eHandle = NULL;
-  if (context == NULL || eDescr == NULL || eDescr->type != PP_EVENT_PROXY_STEP) return PP_SUCCESS;
+  if (context == NULL || eDescr == NULL) return PP_SUCCESS;
+  if (eDescr->type == PP_EVENT_PROXY_OP) {
+    *eHandle = &pp_proxy_op_handle;
+    return PP_SUCCESS;
+  }
+  if (eDescr->type != PP_EVENT_PROXY_STEP) return PP_SUCCESS;
   pp_step_t *s = malloc(sizeof *s);
   if (s == NULL) return PP_SUCCESS; /* this step is simply not timed */
   s->ctx = context;
+  pthread_mutex_lock(&s->ctx->lock);
+  s->ctx->steps++;
+  pthread_mutex_unlock(&s->ctx->lock);
   s->t_start = s->t_last = now_ns();
   s->last_state = 0;
   *eHandle = s;
@@ -132,7 +147,7 @@ static pp_result_t pp_start(void *context, void **eHandle, pp_descr_t *eDescr) {
 static pp_result_t pp_record(void *eHandle, int eState, void *eStateArgs) {
   (void)eStateArgs;
   pp_step_t *s = eHandle;
-  if (s == NULL) return PP_SUCCESS;
+  if (s == NULL || eHandle == &pp_proxy_op_handle) return PP_SUCCESS;
   uint64_t t = now_ns();
   int ph = phase_ending_at(s->last_state, eState);
   if (ph >= 0) add(s->ctx, ph, s->last_state == 0 ? s->t_start : s->t_last, t);
@@ -144,7 +159,7 @@ static pp_result_t pp_record(void *eHandle, int eState, void *eStateArgs) {
 
 static pp_result_t pp_stop(void *eHandle) {
   pp_step_t *s = eHandle;
-  if (s == NULL) return PP_SUCCESS;
+  if (s == NULL || eHandle == &pp_proxy_op_handle) return PP_SUCCESS;
   uint64_t t = now_ns();
   if (s->last_state == PP_SEND_WAIT) add(s->ctx, PH_SEND_NET, s->t_last, t);
   else if (s->last_state == PP_RECV_GPU_WAIT) add(s->ctx, PH_RECV_GPU, s->t_last, t);
@@ -163,6 +178,10 @@ static pp_result_t pp_finalize(void *context) {
   const char *path = getenv("STRAND_PROFILE_OUT");
   FILE *out = path && *path ? fopen(path, "a") : NULL;
   FILE *f = out ? out : stderr;
+  /* Always one line, so that a run without proxy steps (the plugin not loaded as a profiler, or no
+   * network traffic) says so instead of printing nothing. */
+  fprintf(f, "proxy-steps comm=%016llx rank=%d/%d steps=%zu\n", (unsigned long long)c->comm_id,
+          c->rank, c->nranks, c->steps);
   for (int i = 0; i < PH_COUNT; i++) {
     pp_phase_t *p = &c->ph[i];
     if (p->n == 0) continue;

@@ -44,10 +44,18 @@ static int run(const char *path) {
   PT_CHECK(p->init(&ctx, 0x1234, &mask, "test", 2, 2, 0, NULL) == 0 && ctx, "init");
   PT_CHECK(mask == PP_EVENT_PROXY_STEP, "activation mask %#x, want proxy steps only", mask);
 
-  /* Events the plugin did not ask for get no handle; NULL handles are accepted everywhere. */
-  pp_descr_t op = {.type = 1 << 3 /* a proxy-op event */};
-  void *h = (void *)&op;
-  PT_CHECK(p->startEvent(ctx, &h, &op) == 0 && h == NULL, "proxy-op event got a handle");
+  /* NCCL 2.28 starts a proxy-op event before its steps and records a step's states only while
+   * that op event has a handle (profiler.cc: sub->opEventHandle); a plugin that gave proxy ops no
+   * handle saw every step start and no state (found in the first real run). Its handle must take
+   * a state and a stop. Other events get no handle; NULL handles are accepted everywhere. */
+  pp_descr_t op = {.type = PP_EVENT_PROXY_OP};
+  void *op_handle = NULL;
+  PT_CHECK(p->startEvent(ctx, &op_handle, &op) == 0 && op_handle != NULL,
+           "a proxy-op event got no handle: NCCL would drop every step state");
+  PT_CHECK(p->recordEventState(op_handle, 19 /* proxy op in progress */, NULL) == 0, "op state");
+  pp_descr_t other = {.type = 1 << 1 /* a collective */};
+  void *h = (void *)&other;
+  PT_CHECK(p->startEvent(ctx, &h, &other) == 0 && h == NULL, "a collective event got a handle");
   PT_CHECK(p->recordEventState(NULL, PP_SEND_WAIT, NULL) == 0 && p->stopEvent(NULL) == 0, "NULL handle");
 
   enum { SENDS = 5, RECVS = 4 };
@@ -77,6 +85,7 @@ static int run(const char *path) {
     usleep(500); /* the GPU consuming it */
     p->stopEvent(s);
   }
+  PT_CHECK(p->stopEvent(op_handle) == 0, "op stop");
   PT_CHECK(p->finalize(ctx) == 0, "finalize");
 
   char text[8192] = {0};
@@ -105,7 +114,8 @@ static int run(const char *path) {
     PT_CHECK(med >= want[i].min_median_us, "phase %s median %.1f us, below the %.0f us slept",
           want[i].phase, med, want[i].min_median_us);
   }
-  PT_CHECK(strstr(text, "comm=0000000000001234 rank=0/2") != NULL, "comm id / rank missing");
+  PT_CHECK(strstr(text, "comm=0000000000001234 rank=0/2 steps=9\n") != NULL,
+           "comm id / rank / step count (9) missing");
   printf("ok\n");
   return 0;
 }
