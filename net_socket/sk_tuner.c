@@ -89,15 +89,19 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   return STRAND_SUCCESS;
 }
 
-/* The algorithm NCCL will run: its cheapest entry that is not ignored and not negative (the rule
- * of NCCL's topoGetAlgoInfo), or STRAND_ALGO_UNDEF when there is none. */
+/* An entry NCCL can run: not ignored and not negative (the rule of NCCL's topoGetAlgoInfo). The
+ * tuner only ever lowers runnable entries, so its choice is always one NCCL offered. */
+static bool runnable(float cost) { return cost != STRAND_ALGO_PROTO_IGNORE && cost >= 0; }
+
+/* The algorithm NCCL will run: its cheapest runnable entry, or STRAND_ALGO_UNDEF when there is
+ * none. */
 static int ncclPick(float **table, int numAlgo, int numProto) {
   int best = STRAND_ALGO_UNDEF;
   float best_cost = 0;
   for (int a = 0; a < numAlgo; a++) {
     for (int p = 0; p < numProto; p++) {
       float c = *strand_tuner_cost(table, numProto, a, p);
-      if (c == STRAND_ALGO_PROTO_IGNORE || c < 0) continue;
+      if (!runnable(c)) continue;
       if (best == STRAND_ALGO_UNDEF || c < best_cost) {
         best = a;
         best_cost = c;
@@ -130,7 +134,7 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
     float *best = NULL;
     for (int p = 0; p < numProto; p++) {
       float *c = strand_tuner_cost(table, numProto, STRAND_ALGO_RING, p);
-      if (*c == STRAND_ALGO_PROTO_IGNORE || *c < 0) continue;
+      if (!runnable(*c)) continue;
       if (best == NULL || *c < *best) best = c;
     }
     if (best != NULL) *best = 0.0f;
@@ -142,7 +146,7 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
     /* Only ever lower a runnable entry of the algorithm NCCL chose: the choice stays one NCCL
      * offered, and an entry NCCL disabled (LL128 on some GPUs) is left alone. */
     float *c = strand_tuner_cost(table, numProto, algo, band->proto);
-    if (*c != STRAND_ALGO_PROTO_IGNORE && *c >= 0) *c = 0.0f;
+    if (runnable(*c)) *c = 0.0f;
   }
   return STRAND_SUCCESS;
 }
