@@ -97,7 +97,11 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
     return STRAND_SUCCESS;
   }
   if (mr->dev != d) {
-    STRAND_WARN("%s: memory handle was registered on %s, comm is on %s", call, mr->dev->name, d->name);
+    /* Each rail is its own domain: a registration is only valid on comms of the rail it was made
+     * on (NCCL registers per comm, so only a caller reusing handles across comms gets here). */
+    STRAND_WARN("%s: memory handle was registered on %s rail %d, comm is on %s rail %d; register "
+                "the buffer with this comm",
+                call, mr->dev->name, mr->dev->rail, d->name, d->rail);
     return STRAND_INVALID_ARGUMENT;
   }
   if (size > 0 && ((uintptr_t)data < mr->base || (uintptr_t)data + size > mr->base + mr->len)) {
