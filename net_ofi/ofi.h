@@ -11,11 +11,18 @@
  *   ofi_comm    a send or a recv comm: peer address, the receiver-chosen comm id carried in every
  *               data tag, per-NCCL-tag sequence counters, a fixed pool of requests.
  *   ofi_mr      a registration-cache entry, handed to NCCL as the mhandle.
+ *   rails       STRAND_OFI_RAILS=N > 1: each device is N independent copies of the above (N
+ *               ofi_dev_t "rails" opened from the same fi_info: N endpoints, N provider
+ *               connections per peer), each with its own progress thread (ofi_rail.c). One
+ *               endpoint progressed by one caller thread caps a device's throughput; N of them
+ *               do not. A comm lives entirely on one rail (comm->dev is its rail), so nothing
+ *               below ofi_conn.c knows rails exist; NCCL's device d is rail 0 of device d.
  *
  * Layers (each file calls only the ones below it):
  *   ofi_plugin.c                  table, init/finalize, devices, getProperties
  *   ofi_xfer.c  ofi_mr.c          data path; registrations
  *   ofi_conn.c                    listen/connect/accept/close, comm lifetime, control messages
+ *   ofi_rail.c                    opening a rail, its progress thread, picking a rail
  *   ofi_progress.c                CQ reading, completion callbacks, the control channel
  *   ofi_dev.c                     provider, discovery, fabric/domain/endpoint/AV
  *   ofi_config.c                  STRAND_OFI_* parameters, clock
@@ -24,6 +31,7 @@
 #define STRAND_NET_OFI_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +60,7 @@
 #define OFI_CTRL_SENDS 256                  /* control sends outstanding per device */
 #define OFI_CQ_BATCH 16                     /* entries per fi_cq_read */
 #define OFI_CQ_MAX_BATCHES 8                /* bound on CQ reads per progress call */
+#define OFI_MAX_RAILS 8                     /* STRAND_OFI_RAILS range: 1..OFI_MAX_RAILS */
 
 /* ---- knobs (ofi_config.c: SDK parameter registry, read once at the first init;
  * docs/plugins/ofi.md) ---- */
@@ -63,6 +72,7 @@ typedef struct {
   long peer_timeout_ms;      /* STRAND_OFI_PEER_TIMEOUT_S: how long a peer may be unreachable */
   long connect_timeout_ms;   /* STRAND_OFI_CONNECT_TIMEOUT_S: how long connect waits for an answer */
   long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
+  int rails;                 /* STRAND_OFI_RAILS: endpoints (+ progress threads) per device */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
 strand_result_t ofi_params_load(void);
@@ -169,6 +179,7 @@ typedef struct ofi_comm {
   /* liveness probing */
   uint64_t last_probe_ms;
   uint64_t probe_sent_ms; /* 0 = no probe outstanding */
+  uint64_t eagain_since_ms; /* send side: first of a run of sends refused with -FI_EAGAIN (0 = none) */
   /* sequence numbers */
   ofi_seq_t *seqs;
   int nseqs, capseqs;
@@ -180,11 +191,16 @@ typedef struct ofi_comm {
 } ofi_comm_t;
 
 typedef struct ofi_listen {
-  struct ofi_dev *dev;
+  struct ofi_dev *dev;  /* the rail this entry listens on */
   uint32_t id;
   uint64_t nonce;
   ofi_comm_t *ready_head, *ready_tail; /* accepted connections not yet returned by accept() */
   struct ofi_listen *next;
+  /* The entry handed to NCCL (rail 0's) also names every rail's entry (rails[0] = itself): one
+   * per rail published in the handle, all with the same id and nonce. */
+  struct ofi_listen *rails[OFI_MAX_RAILS];
+  int nrails;
+  int next_accept;      /* the rail accept() looks at first, so that no rail starves */
 } ofi_listen_t;
 
 struct ofi_ctrl_send;
@@ -217,7 +233,13 @@ typedef struct ofi_av_entry {
 } ofi_av_entry_t;
 
 typedef struct ofi_dev {
-  int index;
+  int index;                /* NCCL's device number (the same on every rail of a device) */
+  int rail;                 /* 0 = the device NCCL sees; 1..nrails-1 = its further rails */
+  /* Rail 0 only: every rail of the device (rails[0] = itself) and connect's round-robin counter.
+   * Rails 1.. share info and pci_path with rail 0, which owns them. */
+  struct ofi_dev *rails[OFI_MAX_RAILS];
+  int nrails;
+  _Atomic uint32_t next_rail;
   char name[64];            /* domain name, as NCCL's device name */
   char *pci_path;           /* sysfs path or NULL */
   uint64_t guid;
@@ -255,6 +277,11 @@ typedef struct ofi_dev {
   bool ctrl_unposted;       /* a control send is filled but not yet accepted by libfabric */
   bool ctrl_recv_short;     /* some control receive could not be reposted */
   uint8_t ctrl_recv_posted[OFI_CTRL_RECVS];
+
+  /* progress thread (ofi_rail.c), only when the device has more than one rail */
+  pthread_t progress_thread;
+  bool progress_running;    /* started and not yet joined; changed under lock */
+  _Atomic bool progress_stop;
 } ofi_dev_t;
 
 /* ---- parameters and clock (ofi_config.c) ---- */
@@ -294,8 +321,9 @@ strand_result_t ofi_ctrl_open(ofi_dev_t *dev,
                               void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t));
 /* Releases the control channel's buffers and registration (endpoint already closed; lock held). */
 void ofi_ctrl_close(ofi_dev_t *dev);
-/* Drain the CQ a bounded number of times and call each operation's `done`; lock held. */
-void ofi_progress(ofi_dev_t *dev);
+/* Drain the CQ a bounded number of times and call each operation's `done`; lock held. Returns
+ * the number of completions handled (0: nothing happened), which the rail threads back off on. */
+int ofi_progress(ofi_dev_t *dev);
 /* Queue a control message to `dest`; its completion goes to `sent`. owner_comm != 0: that comm counts one more outstanding operation. -FI_EAGAIN only when every
  * control slot is busy. */
 int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
@@ -304,6 +332,16 @@ int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id
 /* Send a copy of a control message again (attempt number `attempt`), no owner comm. */
 int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
                     ofi_ctrl_sent_fn sent);
+
+/* ---- rails (ofi_rail.c) ---- */
+/* ofi_ctrl_open on one rail, then its progress thread when the device has several rails. Lock
+ * of that rail held; the thread only starts working once the caller lets go of the lock. */
+strand_result_t ofi_rail_open(ofi_dev_t *rail,
+                              void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t));
+/* Stops and joins the rail's progress thread, if it runs. Lock NOT held (the thread takes it). */
+void ofi_rail_stop(ofi_dev_t *rail);
+/* The rail a new connection from `dev` (rail 0) uses, given how many rails the peer published. */
+int ofi_rail_pick(ofi_dev_t *dev, int peer_rails);
 
 /* ---- connections (ofi_conn.c) ---- */
 strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm);

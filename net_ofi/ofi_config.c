@@ -29,6 +29,10 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "closed listener); the same bound as strand-socket's connect timeout"),
     STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
                      "how long close waits for in-flight operations before leaving them to drain"),
+    STRAND_PARAM_INT("STRAND_OFI_RAILS", NULL, 1, 1, OFI_MAX_RAILS,
+                     "endpoints per device, each with its own provider connections and progress "
+                     "thread; comms are spread over them (1 = one endpoint, progressed by the "
+                     "callers only)"),
 };
 
 strand_result_t ofi_params_load(void) {
@@ -38,7 +42,7 @@ strand_result_t ofi_params_load(void) {
   r = strand_params_validate();
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
-  int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0;
+  int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1;
   if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
                                     sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -48,13 +52,15 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_int("STRAND_OFI_PEER_TIMEOUT_S", &timeout)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_CONNECT_TIMEOUT_S", &connect_timeout)) !=
           STRAND_SUCCESS ||
-      (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS)
+      (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_RAILS", &rails)) != STRAND_SUCCESS)
     return r;
   ofi_params.hmem = hmem;
   ofi_params.probe_ms = (long)probe;
   ofi_params.peer_timeout_ms = (long)timeout * 1000;
   ofi_params.connect_timeout_ms = (long)connect_timeout * 1000;
   ofi_params.close_drain_ms = (long)drain;
+  ofi_params.rails = (int)rails;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

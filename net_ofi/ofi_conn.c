@@ -1,16 +1,20 @@
 /* strand-ofi — connection set-up over the fabric itself, and comm lifetime.
  *
- * listen  publishes (device endpoint address, listen id, nonce) in the 128-byte handle.
- * connect inserts the listener's address into the AV and sends CONNECT (our comm id, our endpoint
- *         address); it returns the send comm once ACCEPT (carrying the receiver's comm id, which
- *         every data tag then names) arrives. Each call does a bounded amount of work.
+ * listen  publishes (the endpoint address of each rail of the device, listen id, nonce) in the
+ *         128-byte handle; every rail gets a listen entry with that id and nonce.
+ * connect picks a rail k (round robin over the rails both ends have, ofi_rail.c), inserts the
+ *         listener's rail-k address into rail k's AV and sends CONNECT (our comm id, our rail-k
+ *         address) from rail k; it returns the send comm once ACCEPT (carrying the receiver's
+ *         comm id, which every data tag then names) arrives. Each call does a bounded amount of
+ *         work. The comm then lives on rail k for good: rails never meet below this file.
  * accept  returns a recv comm built when CONNECT arrived. The listener's side answers CONNECT from
  *         the progress engine, whatever call drives it, so connect never waits for accept()
  *         itself, only for some call on the listening process's device.
  * Anything that does not parse, names an unknown listen id or carries the wrong nonce is dropped
  * (and, when it parses, answered with REJECT) without touching any other connection.
  * Also the comm lifetime the data path relies on (fail, reap, peer loss) and the completion of
- * every control message a comm sends. Calls ofi_progress.c, ofi_dev.c and ofi_config.c only. */
+ * every control message a comm sends. Calls ofi_rail.c, ofi_progress.c, ofi_dev.c and
+ * ofi_config.c only. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +115,23 @@ static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len);
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* Rails: the listen entry handed to NCCL lives on rail 0; rails 1.. each get an entry with the same
+ * id and nonce (the id comes from rail 0's allocator, where every listen entry of the device is, so
+ * two live listen comms never share an id; on rail k it may equal a comm id, which is harmless:
+ * CONNECT looks up listen entries, every other message comms). The handle publishes the address
+ * of every rail that opened, in rail order, as many as fit. Each rail under its own lock, one at a
+ * time. */
+static ofi_listen_t *listen_entry(ofi_dev_t *rail, uint32_t id, uint64_t nonce) {
+  ofi_listen_t *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->dev = rail;
+  l->id = id;
+  l->nonce = nonce;
+  l->next = rail->listens;
+  rail->listens = l;
+  return l;
+}
+
 strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm) {
   (void)ctx;
   ofi_dev_t *d = ofi_dev_get(dev);
@@ -120,39 +141,77 @@ strand_result_t ofi_listen(void *ctx, int dev, void *handle, void **listenComm) 
     return STRAND_INVALID_ARGUMENT;
   }
   *listenComm = NULL;
-  pthread_mutex_lock(&d->lock);
-  strand_result_t r = ofi_ctrl_open(d, handle_ctrl);
-  if (r != STRAND_SUCCESS) goto out;
-  ofi_listen_t *l = calloc(1, sizeof *l);
-  if (!l) {
-    r = STRAND_SYSTEM_ERROR;
-    goto out;
-  }
-  l->dev = d;
-  l->id = ofi_dev_alloc_id(d);
-  l->nonce = random_u64();
-  l->next = d->listens;
-  d->listens = l;
   ofi_handle_t *h = handle;
   memset(h, 0, sizeof *h);
+  pthread_mutex_lock(&d->lock);
+  strand_result_t r = ofi_rail_open(d, handle_ctrl);
+  ofi_listen_t *l = NULL;
+  if (r == STRAND_SUCCESS) {
+    l = listen_entry(d, ofi_dev_alloc_id(d), random_u64());
+    if (!l) r = STRAND_SYSTEM_ERROR;
+  }
+  if (r != STRAND_SUCCESS) {
+    pthread_mutex_unlock(&d->lock);
+    return r;
+  }
+  size_t len = d->ep_name_len;
+  memcpy(h->names, d->ep_name, len);
+  pthread_mutex_unlock(&d->lock);
+  l->rails[0] = l;
+  l->nrails = 1;
+  int want = d->nrails;
+  if ((size_t)want > OFI_HANDLE_NAMES / len) want = (int)(OFI_HANDLE_NAMES / len);
+  for (int k = 1; k < want; k++) {
+    ofi_dev_t *rk = d->rails[k];
+    pthread_mutex_lock(&rk->lock);
+    ofi_listen_t *lk = NULL;
+    /* A rail that does not open (or, impossibly, has another address size) ends the list: the
+     * handle's rails are always 0..nrails-1, and rail 0 alone is today's plugin. */
+    if (ofi_rail_open(rk, handle_ctrl) == STRAND_SUCCESS && rk->ep_name_len == len)
+      lk = listen_entry(rk, l->id, l->nonce);
+    if (lk) memcpy(h->names + (size_t)k * len, rk->ep_name, len);
+    pthread_mutex_unlock(&rk->lock);
+    if (!lk) break;
+    l->rails[k] = lk;
+    l->nrails++;
+  }
   h->magic = OFI_HANDLE_MAGIC;
   h->listen_id = l->id;
   h->nonce = l->nonce;
-  h->name_len = (uint16_t)d->ep_name_len;
-  memcpy(h->name, d->ep_name, d->ep_name_len);
+  h->nrails = (uint8_t)l->nrails;
+  h->name_len = (uint8_t)len;
   *listenComm = l;
-  STRAND_INFO(STRAND_SUBSYS_NET, "listen on %s (%s) id %u", d->name, d->ep_str, l->id);
-out:
-  pthread_mutex_unlock(&d->lock);
-  return r;
+  STRAND_INFO(STRAND_SUBSYS_NET, "listen on %s (%s) id %u, %d rail(s)", d->name, d->ep_str, l->id,
+              l->nrails);
+  return STRAND_SUCCESS;
 }
 
+/* A connect still in progress for this handle on this rail (keyed by the listener's rail-0
+ * address, listen id and nonce: the same whatever rail the connection went to). */
 static ofi_comm_t *find_connecting(ofi_dev_t *d, const ofi_handle_t *h) {
   for (ofi_comm_t *c = d->comms; c; c = c->next)
     if (c->kind == OFI_COMM_SEND && !c->closed && !c->handed_out && c->listen_id == h->listen_id && c->nonce == h->nonce &&
-        c->listen_name_len == h->name_len && memcmp(c->listen_name, h->name, h->name_len) == 0)
+        c->listen_name_len == h->name_len && memcmp(c->listen_name, h->names, h->name_len) == 0)
       return c;
   return NULL;
+}
+
+static bool handle_valid(ofi_dev_t *d, const ofi_handle_t *h) {
+  if (h->magic == OFI_HANDLE_MAGIC_V1) {
+    STRAND_WARN("connect on %s: the handle comes from an older strand-ofi (single-address handle "
+                "layout, before rails); every rank must load the same strand-ofi build",
+                d->name);
+    return false;
+  }
+  if (h->magic != OFI_HANDLE_MAGIC || h->name_len == 0 || h->name_len > OFI_NAME_MAX ||
+      h->nrails == 0 || (size_t)h->nrails * h->name_len > OFI_HANDLE_NAMES || h->listen_id == 0 ||
+      h->listen_id > OFI_COMM_ID_MAX) {
+    STRAND_WARN("connect on %s: the handle is not a strand-ofi listen handle (magic 0x%08x, %u "
+                "address(es) of %u bytes); check both ranks load the same plugin and provider",
+                d->name, h->magic, h->nrails, h->name_len);
+    return false;
+  }
+  return true;
 }
 
 strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
@@ -167,22 +226,37 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
   }
   *sendComm = NULL;
   ofi_handle_t *h = handle;
-  if (h->magic != OFI_HANDLE_MAGIC || h->name_len == 0 || h->name_len > OFI_NAME_MAX ||
-      h->listen_id == 0 || h->listen_id > OFI_COMM_ID_MAX) {
-    STRAND_WARN("connect on %s: the handle is not a strand-ofi listen handle (magic 0x%08x, address "
-             "length %u); check both ranks load the same plugin and provider",
-             d->name, h->magic, h->name_len);
-    return STRAND_INVALID_ARGUMENT;
+  if (!handle_valid(d, h)) return STRAND_INVALID_ARGUMENT;
+  /* A connect begun by an earlier call lives on the rail it picked: look on each (one lock at a
+   * time); the lock of the rail where it is found stays held. */
+  ofi_dev_t *rail = NULL;
+  ofi_comm_t *c = NULL;
+  for (int k = 0; k < d->nrails && !c; k++) {
+    rail = d->rails[k];
+    pthread_mutex_lock(&rail->lock);
+    if (rail->open) c = find_connecting(rail, h);
+    if (!c) pthread_mutex_unlock(&rail->lock);
   }
-  pthread_mutex_lock(&d->lock);
-  strand_result_t r = ofi_ctrl_open(d, handle_ctrl);
-  if (r != STRAND_SUCCESS) goto out;
-  ofi_comm_t *c = find_connecting(d, h);
+  strand_result_t r = STRAND_SUCCESS;
   if (!c) {
-    fi_addr_t peer;
-    r = ofi_av_lookup(d, h->name, h->name_len, &peer);
+    int k = ofi_rail_pick(d, h->nrails);
+    rail = d->rails[k];
+    pthread_mutex_lock(&rail->lock);
+    r = ofi_rail_open(rail, handle_ctrl);
+    if (r != STRAND_SUCCESS && k != 0) {
+      /* That rail cannot open here (it warned): rail 0, which every handle carries, instead. */
+      pthread_mutex_unlock(&rail->lock);
+      k = 0;
+      rail = d;
+      pthread_mutex_lock(&rail->lock);
+      r = ofi_rail_open(rail, handle_ctrl);
+    }
     if (r != STRAND_SUCCESS) goto out;
-    c = comm_new(d, OFI_COMM_SEND);
+    const uint8_t *name = h->names + (size_t)k * h->name_len;
+    fi_addr_t peer;
+    r = ofi_av_lookup(rail, name, h->name_len, &peer);
+    if (r != STRAND_SUCCESS) goto out;
+    c = comm_new(rail, OFI_COMM_SEND);
     if (!c) {
       r = STRAND_SYSTEM_ERROR;
       goto out;
@@ -193,40 +267,42 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     c->state = OFI_CONN_SENDING;
     c->listen_id = h->listen_id;
     c->listen_name_len = h->name_len;
-    memcpy(c->listen_name, h->name, h->name_len);
-    ofi_addr_str(h->name, h->name_len, c->peer_str, sizeof c->peer_str);
+    memcpy(c->listen_name, h->names, h->name_len);
+    ofi_addr_str(name, h->name_len, c->peer_str, sizeof c->peer_str);
   }
   if (c->state == OFI_CONN_SENDING && ofi_now_ms() >= c->retry_at_ms) {
     /* Set first: a send that fails at once reports through ofi_conn_ctrl_sent right away. */
     c->state = OFI_CONN_WAIT_ACCEPT;
-    if (ofi_ctrl_send(d, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
-                      d->ep_name, d->ep_name_len, ofi_conn_ctrl_sent) != 0 &&
+    if (ofi_ctrl_send(rail, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
+                      rail->ep_name, rail->ep_name_len, ofi_conn_ctrl_sent) != 0 &&
         c->state == OFI_CONN_WAIT_ACCEPT)
       c->state = OFI_CONN_SENDING; /* every control slot busy: try again on the next call */
   }
-  ofi_progress(d);
+  ofi_progress(rail);
   if ((c->state == OFI_CONN_WAIT_ACCEPT || c->state == OFI_CONN_SENDING) &&
       ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.connect_timeout_ms)
     ofi_comm_fail(c, STRAND_REMOTE_ERROR,
                   "no answer to the connect message within %ld s (STRAND_OFI_CONNECT_TIMEOUT_S); "
                   "is the listening rank alive and polling accept, and can %s reach %s?",
-                  ofi_params.connect_timeout_ms / 1000, d->ep_str, c->peer_str);
+                  ofi_params.connect_timeout_ms / 1000, rail->ep_str, c->peer_str);
   if (c->state == OFI_CONN_READY) {
     c->handed_out = true;
     c->last_probe_ms = ofi_now_ms();
     *sendComm = c;
-    STRAND_INFO(STRAND_SUBSYS_NET, "connected to %s on %s: comm %u -> peer comm %u", c->peer_str, d->name, c->id,
-             c->data_id);
+    STRAND_INFO(STRAND_SUBSYS_NET, "connected to %s on %s rail %d: comm %u -> peer comm %u",
+                c->peer_str, rail->name, rail->rail, c->id, c->data_id);
   } else if (c->state == OFI_CONN_FAILED) {
     r = c->failed != STRAND_SUCCESS ? c->failed : STRAND_REMOTE_ERROR;
     c->closed = true; /* a CONNECT still in flight refers to it by id, never by pointer */
     comm_free(c);
   }
 out:
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&rail->lock);
   return r;
 }
 
+/* The connections of every rail's listen entry, one rail (and lock) at a time, starting after the
+ * rail that gave the last one. */
 strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_t **recvDevComm) {
   (void)recvDevComm;
   ofi_listen_t *l = listenComm;
@@ -235,20 +311,25 @@ strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_
     return STRAND_INVALID_ARGUMENT;
   }
   *recvComm = NULL;
-  ofi_dev_t *d = l->dev;
-  pthread_mutex_lock(&d->lock);
-  if (!l->ready_head) ofi_progress(d);
-  ofi_comm_t *c = l->ready_head;
-  if (c) {
-    l->ready_head = c->next_ready;
-    if (!l->ready_head) l->ready_tail = NULL;
-    c->next_ready = NULL;
-    c->last_probe_ms = ofi_now_ms();
-    *recvComm = c;
-    STRAND_INFO(STRAND_SUBSYS_NET, "accepted %s on %s: comm %u <- peer comm %u", c->peer_str, d->name, c->id,
-             c->peer_id);
+  for (int i = 0; i < l->nrails && !*recvComm; i++) {
+    int k = (l->next_accept + i) % l->nrails;
+    ofi_listen_t *lk = l->rails[k];
+    ofi_dev_t *d = lk->dev;
+    pthread_mutex_lock(&d->lock);
+    if (!lk->ready_head) ofi_progress(d);
+    ofi_comm_t *c = lk->ready_head;
+    if (c) {
+      lk->ready_head = c->next_ready;
+      if (!lk->ready_head) lk->ready_tail = NULL;
+      c->next_ready = NULL;
+      c->last_probe_ms = ofi_now_ms();
+      *recvComm = c;
+      l->next_accept = (k + 1) % l->nrails;
+      STRAND_INFO(STRAND_SUBSYS_NET, "accepted %s on %s rail %d: comm %u <- peer comm %u",
+                  c->peer_str, d->name, d->rail, c->id, c->peer_id);
+    }
+    pthread_mutex_unlock(&d->lock);
   }
-  pthread_mutex_unlock(&d->lock);
   return STRAND_SUCCESS;
 }
 
@@ -303,24 +384,29 @@ strand_result_t ofi_close_recv(void *recvComm) {
   return comm_close(recvComm);
 }
 
+/* Every rail's entry, each under its own lock; rail 0's (the one NCCL holds) goes last. */
 strand_result_t ofi_close_listen(void *listenComm) {
   ofi_listen_t *l = listenComm;
   if (!l) return STRAND_INVALID_ARGUMENT;
-  ofi_dev_t *d = l->dev;
-  pthread_mutex_lock(&d->lock);
-  for (ofi_listen_t **p = &d->listens; *p; p = &(*p)->next)
-    if (*p == l) {
-      *p = l->next;
-      break;
+  for (int k = l->nrails - 1; k >= 0; k--) {
+    ofi_listen_t *lk = l->rails[k];
+    ofi_dev_t *d = lk->dev;
+    pthread_mutex_lock(&d->lock);
+    for (ofi_listen_t **p = &d->listens; *p; p = &(*p)->next)
+      if (*p == lk) {
+        *p = lk->next;
+        break;
+      }
+    /* Connections that arrived but were never accepted. */
+    while (lk->ready_head) {
+      ofi_comm_t *c = lk->ready_head;
+      lk->ready_head = c->next_ready;
+      c->closed = true;
+      ofi_comm_maybe_reap(c);
     }
-  /* Connections that arrived but were never accepted. */
-  while (l->ready_head) {
-    ofi_comm_t *c = l->ready_head;
-    l->ready_head = c->next_ready;
-    c->closed = true;
-    ofi_comm_maybe_reap(c);
+    pthread_mutex_unlock(&d->lock);
+    if (k > 0) free(lk);
   }
-  pthread_mutex_unlock(&d->lock);
   free(l);
   return STRAND_SUCCESS;
 }

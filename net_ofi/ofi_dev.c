@@ -157,6 +157,31 @@ static const struct fi_info *find_domain(const struct fi_info *list, const char 
   return NULL;
 }
 
+/* Rails 1..STRAND_OFI_RAILS-1 of a device: further ofi_dev_t opened from the same fi_info, so
+ * the same domain (NIC) with its own endpoint, CQ and AV. They share info and pci_path with rail
+ * 0, which owns both; each has its own lock and opens lazily like rail 0. */
+static strand_result_t add_rails(ofi_dev_t *d) {
+  d->rails[0] = d;
+  d->nrails = ofi_params.rails;
+  for (int k = 1; k < d->nrails; k++) {
+    ofi_dev_t *r = calloc(1, sizeof *r);
+    if (!r) return STRAND_SYSTEM_ERROR;
+    r->index = d->index;
+    r->rail = k;
+    snprintf(r->name, sizeof r->name, "%s", d->name);
+    r->pci_path = d->pci_path;
+    r->guid = d->guid;
+    r->speed_mbps = d->speed_mbps;
+    r->hmem = d->hmem;
+    r->mr_mode = d->mr_mode;
+    r->max_msg_size = d->max_msg_size;
+    r->info = d->info;
+    pthread_mutex_init(&r->lock, NULL);
+    d->rails[k] = r;
+  }
+  return STRAND_SUCCESS;
+}
+
 static strand_result_t discover(void) {
   struct fi_info *hints = make_hints(false);
   if (!hints) return STRAND_SYSTEM_ERROR;
@@ -217,6 +242,7 @@ static strand_result_t discover(void) {
     d->max_msg_size = d->info->ep_attr->max_msg_size;
     pthread_mutex_init(&d->lock, NULL);
     describe_device(d, d->info);
+    if (add_rails(d) != STRAND_SUCCESS) return STRAND_SYSTEM_ERROR;
     ndevs++;
   }
   if (ndevs == 0) {
@@ -229,9 +255,11 @@ static strand_result_t discover(void) {
            FI_MAJOR(fi_version()), FI_MINOR(fi_version()), chosen_provider,
            (fi_prov || ofi_params.provider[0]) ? "requested" : "best RDM provider offered", ndevs);
   for (int k = 0; k < ndevs; k++)
-    STRAND_INFO(STRAND_SUBSYS_NET, "device %d: domain %s pciPath %s speed %d Mbps mr_mode 0x%llx%s", k, devs[k].name,
-             devs[k].pci_path ? devs[k].pci_path : "(none)", devs[k].speed_mbps,
-             (unsigned long long)devs[k].mr_mode, devs[k].hmem ? " FI_HMEM" : "");
+    STRAND_INFO(STRAND_SUBSYS_NET,
+                "device %d: domain %s pciPath %s speed %d Mbps mr_mode 0x%llx%s, %d rail(s)", k,
+                devs[k].name, devs[k].pci_path ? devs[k].pci_path : "(none)", devs[k].speed_mbps,
+                (unsigned long long)devs[k].mr_mode, devs[k].hmem ? " FI_HMEM" : "",
+                devs[k].nrails);
   return STRAND_SUCCESS;
 }
 

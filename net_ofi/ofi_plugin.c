@@ -16,6 +16,7 @@ typedef struct {
  * finalize (or library unload) does it; the core closes all comms before finalize. */
 static strand_result_t ofi_setup(void) { return ofi_devs_init(); }
 
+/* One rail: its endpoint, comms, registrations, control channel, domain. */
 static void close_device(ofi_dev_t *d) {
   pthread_mutex_lock(&d->lock);
   if (d->open) {
@@ -30,8 +31,16 @@ static void close_device(ofi_dev_t *d) {
   pthread_mutex_unlock(&d->lock);
 }
 
+/* Each rail's progress thread is joined (without the rail's lock, which it takes) before that
+ * rail's endpoint and domain close, so no thread outlives the objects it progresses. */
 static void ofi_teardown(void) {
-  for (int k = 0; k < ofi_ndevs(); k++) close_device(ofi_dev_get(k));
+  for (int k = 0; k < ofi_ndevs(); k++) {
+    ofi_dev_t *d = ofi_dev_get(k);
+    for (int r = 0; r < d->nrails; r++) {
+      ofi_rail_stop(d->rails[r]);
+      close_device(d->rails[r]);
+    }
+  }
 }
 
 STRAND_LIFETIME(ofi_life, ofi_setup, ofi_teardown, NULL);
@@ -84,7 +93,9 @@ static strand_result_t ofi_get_properties(int dev, strand_props_t *props) {
     props->ptrSupport |= STRAND_PTR_DMABUF;
 #endif
   }
-  props->regIsGlobal = 1; /* registrations belong to the domain, not to a comm */
+  /* Registrations belong to the domain, not to a comm; with several rails a comm's domain is its
+   * rail's, so a handle is valid only on comms of one rail: no longer global. */
+  props->regIsGlobal = d->nrails == 1;
   props->speed = d->speed_mbps;
   props->maxRecvs = OFI_MAX_RECVS;
   /* test() reports sizes as int: never promise more than INT_MAX per message. */

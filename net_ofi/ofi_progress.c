@@ -1,7 +1,8 @@
 /* strand-ofi — progress: CQ reading and the per-device control channel.
  *
  * Progress is driven from the caller (test/isend/irecv/connect/accept), with a bounded number of
- * CQ reads per call, so providers with FI_PROGRESS_MANUAL work without a thread of ours. Every
+ * CQ reads per call, so providers with FI_PROGRESS_MANUAL work without a thread of ours; with
+ * several rails each rail's thread (ofi_rail.c) calls it as well, under the same lock. Every
  * completion goes to the `done` callback its owner put into the operation's ofi_op_t (a control
  * message's sender gets its own `sent` callback), so this file never names the files above it.
  * The control channel: a fixed set of control receives kept posted on the device's endpoint (tag
@@ -94,7 +95,8 @@ strand_result_t ofi_ctrl_open(ofi_dev_t *d,
   d->on_ctrl = on_ctrl;
   for (int k = 0; k < OFI_CTRL_RECVS; k++) post_ctrl_recv(d, k);
   d->open = true;
-  STRAND_INFO(STRAND_SUBSYS_NET, "device %d (%s) endpoint %s ready", d->index, d->name, d->ep_str);
+  STRAND_INFO(STRAND_SUBSYS_NET, "device %d (%s) rail %d of %d: endpoint %s ready", d->index,
+              d->name, d->rail, ofi_params.rails, d->ep_str);
   return STRAND_SUCCESS;
 }
 
@@ -192,12 +194,14 @@ static void complete(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
     STRAND_WARN("completion with an unknown context on %s ignored", d->name);
 }
 
-void ofi_progress(ofi_dev_t *d) {
-  if (!d->open) return;
+int ofi_progress(ofi_dev_t *d) {
+  if (!d->open) return 0;
+  int handled = 0;
   struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
   for (int b = 0; b < OFI_CQ_MAX_BATCHES; b++) {
     ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
     if (n > 0) {
+      handled += (int)n;
       for (ssize_t k = 0; k < n; k++) {
         ofi_cqe_t ok = {.len = e[k].len, .err = 0, .olen = 0, .errstr = NULL};
         if (e[k].op_context) complete(d, e[k].op_context, &ok);
@@ -207,6 +211,7 @@ void ofi_progress(ofi_dev_t *d) {
       struct fi_cq_err_entry ee;
       memset(&ee, 0, sizeof ee);
       if (fi_cq_readerr(d->cq, &ee, 0) != 1) break;
+      handled++;
       char buf[256];
       const char *ps = fi_cq_strerror(d->cq, ee.prov_errno, ee.err_data, buf, sizeof buf);
       char errstr[400];
@@ -235,4 +240,5 @@ void ofi_progress(ofi_dev_t *d) {
     for (int k = 0; k < OFI_CTRL_RECVS; k++)
       if (!d->ctrl_recv_posted[k]) post_ctrl_recv(d, k);
   }
+  return handled;
 }

@@ -53,18 +53,27 @@ typedef struct {
 _Static_assert(sizeof(ofi_ctrl_msg_t) <= OFI_CTRL_MSG_SIZE, "control message fits its buffer");
 
 /* ---- the 128-byte listen handle ----
- * A connect in progress is found again by (listener address, listen id, nonce), not by anything
- * written into the handle: callers may pass a fresh copy each time. */
-#define OFI_HANDLE_MAGIC 0x53544f48u /* "STOH" */
+ * A connect in progress is found again by (listener's rail-0 address, listen id, nonce), not by
+ * anything written into the handle: callers may pass a fresh copy each time.
+ * Rails: the listener publishes the endpoint address of each of its rails, packed back to back
+ * (every address of one provider has the same length), as many as fit (tcp;ofi_rxm and sockets:
+ * 16-byte addresses, 6 rails). listen_id and nonce keep the offsets of the first layout.
+ * The magic changed with the rails layout ("STOH" was the single-address one), so a handle from an
+ * older build is refused by name instead of being misread. */
+#define OFI_HANDLE_MAGIC 0x53544f52u    /* "STOR" */
+#define OFI_HANDLE_MAGIC_V1 0x53544f48u /* "STOH": single-address layout, refused */
+#define OFI_HANDLE_NAMES 104            /* bytes for the packed rail addresses */
 typedef struct {
   uint32_t magic;
   uint32_t listen_id;
   uint64_t nonce;
-  uint16_t name_len;
+  uint8_t nrails;       /* addresses in names[], 1.. */
+  uint8_t name_len;     /* bytes of each address, 1..OFI_NAME_MAX */
   uint8_t pad[6];
-  uint8_t name[OFI_NAME_MAX];
-  uint64_t reserved[2];
+  uint8_t names[OFI_HANDLE_NAMES]; /* rail k's address at names + k * name_len */
 } ofi_handle_t;
 _Static_assert(sizeof(ofi_handle_t) == STRAND_NET_HANDLE_MAXSIZE, "handle is exactly 128 bytes");
+_Static_assert(OFI_NAME_MAX <= OFI_HANDLE_NAMES, "one address of any size always fits");
+_Static_assert(OFI_NAME_MAX <= 255, "name_len is one byte");
 
 #endif

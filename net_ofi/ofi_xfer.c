@@ -97,7 +97,11 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
     return STRAND_SUCCESS;
   }
   if (mr->dev != d) {
-    STRAND_WARN("%s: memory handle was registered on %s, comm is on %s", call, mr->dev->name, d->name);
+    /* Each rail is its own domain: a registration is only valid on comms of the rail it was made
+     * on (NCCL registers per comm, so only a caller reusing handles across comms gets here). */
+    STRAND_WARN("%s: memory handle was registered on %s rail %d, comm is on %s rail %d; register "
+                "the buffer with this comm",
+                call, mr->dev->name, mr->dev->rail, d->name, d->rail);
     return STRAND_INVALID_ARGUMENT;
   }
   if (size > 0 && ((uintptr_t)data < mr->base || (uintptr_t)data + size > mr->base + mr->len)) {
@@ -119,7 +123,9 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
 
 /* ---- liveness ---- */
 
-static void maybe_probe(ofi_comm_t *c, ofi_req_t *r) {
+/* Something of comm c has waited since `since_ms` (a posted request, or a send the provider keeps
+ * refusing with -FI_EAGAIN). */
+static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
   uint64_t now = ofi_now_ms();
   if (c->failed != STRAND_SUCCESS || c->state != OFI_CONN_READY) return;
   if (c->probe_sent_ms) {
@@ -130,7 +136,7 @@ static void maybe_probe(ofi_comm_t *c, ofi_req_t *r) {
                     ofi_params.peer_timeout_ms / 1000);
     return;
   }
-  if (now - r->t_post_ms < (uint64_t)ofi_params.probe_ms ||
+  if (now - since_ms < (uint64_t)ofi_params.probe_ms ||
       now - c->last_probe_ms < (uint64_t)ofi_params.probe_ms)
     return;
   ofi_dev_t *d = c->dev;
@@ -178,10 +184,19 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
     (*seq)++;
     r->posted = 1;
     c->outstanding++;
+    c->eagain_since_ms = 0;
     *request = r;
   } else {
     req_put(r);
-    if (rc != -FI_EAGAIN) {
+    if (rc == -FI_EAGAIN) {
+      /* tcp;ofi_rxm answers -FI_EAGAIN for as long as its connection to a dead peer is being
+       * re-established, so a core retrying the send would never learn of it: a send refused for
+       * STRAND_OFI_PROBE_MS probes the peer like a waiting request does, and fails the comm once
+       * the probe is not taken within STRAND_OFI_PEER_TIMEOUT_S. */
+      if (!c->eagain_since_ms) c->eagain_since_ms = ofi_now_ms();
+      maybe_probe(c, c->eagain_since_ms);
+      res = c->failed;
+    } else {
       res = ofi_errno_result((int)-rc);
       STRAND_WARN("fi_tsend of %zu bytes to %s on %s failed: %s", size, c->peer_str, d->name,
                fi_strerror((int)-rc));
@@ -352,7 +367,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     if (c->failed != STRAND_SUCCESS) {
       r->result = c->failed;
     } else {
-      maybe_probe(c, r);
+      maybe_probe(c, r->t_post_ms);
       if (c->failed != STRAND_SUCCESS) r->result = c->failed;
     }
   }

@@ -1,0 +1,98 @@
+/* strand-ofi — rails: opening one, its progress thread, and which rail a new connection uses.
+ *
+ * Why rails: with one endpoint per device every comm rides one provider connection per peer, and
+ * all data moves inside the callers' test() calls, i.e. inside NCCL's single proxy thread; through
+ * NCCL on tcp;ofi_rxm that caps a device near 2.8 GB/s. STRAND_OFI_RAILS=N opens N endpoints per
+ * device (ofi_dev.c) and gives each one a thread that progresses it while it has comms, so N
+ * provider connections move data on N threads at once. test() still progresses its own rail too:
+ * a thread that is asleep in its back-off must not add latency to small messages.
+ *
+ * The thread takes its rail's lock only with trylock: when a caller holds it, that caller is
+ * progressing the rail anyway, and waiting in line would only delay the caller. It never holds a
+ * lock while sleeping. Back-off: OFI_RAIL_SPIN_POLLS empty polls in a row, then a short sleep after
+ * each further empty one, until a completion comes; a rail without comms or listen entries sleeps
+ * 1 ms at a time, so an idle process does not burn a core.
+ * Calls ofi_progress.c and ofi_config.c only. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofi.h"
+
+#define OFI_RAIL_SPIN_POLLS 1024   /* empty polls before the thread starts sleeping */
+#define OFI_RAIL_BACKOFF_NS 20000  /* sleep after each empty poll past that (20 us) */
+#define OFI_RAIL_IDLE_NS 1000000   /* sleep of a rail with nothing on it (1 ms) */
+
+static void sleep_ns(long ns) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void *rail_main(void *arg) {
+  ofi_dev_t *d = arg;
+  char name[16];
+  snprintf(name, sizeof name, "strand-ofi-r%d", d->rail);
+  pthread_setname_np(pthread_self(), name);
+  unsigned empty = 0;
+  while (!atomic_load_explicit(&d->progress_stop, memory_order_acquire)) {
+    int handled = 0;
+    bool live = true; /* assume so while a caller holds the lock: it is working the rail */
+    if (pthread_mutex_trylock(&d->lock) == 0) {
+      live = d->open && (d->comms || d->listens);
+      if (live) handled = ofi_progress(d);
+      pthread_mutex_unlock(&d->lock);
+    }
+    if (!live) {
+      empty = 0;
+      sleep_ns(OFI_RAIL_IDLE_NS);
+    } else if (handled > 0) {
+      empty = 0;
+    } else if (++empty >= OFI_RAIL_SPIN_POLLS) {
+      sleep_ns(OFI_RAIL_BACKOFF_NS);
+    } else if ((empty & 63) == 0) {
+      sched_yield(); /* let a caller waiting for the lock in */
+    }
+  }
+  return NULL;
+}
+
+strand_result_t ofi_rail_open(ofi_dev_t *d,
+                              void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t)) {
+  bool was_open = d->open;
+  strand_result_t r = ofi_ctrl_open(d, on_ctrl);
+  if (r != STRAND_SUCCESS || was_open || ofi_params.rails <= 1 || d->progress_running) return r;
+  atomic_store(&d->progress_stop, false);
+  int rc = pthread_create(&d->progress_thread, NULL, rail_main, d);
+  if (rc != 0) {
+    /* Not fatal: the callers' own test() calls still progress the rail, only more slowly. */
+    STRAND_WARN("device %d (%s) rail %d: no progress thread (pthread_create: %s); the rail is "
+                "progressed by the callers only",
+                d->index, d->name, d->rail, strerror(rc));
+    return STRAND_SUCCESS;
+  }
+  d->progress_running = true;
+  return STRAND_SUCCESS;
+}
+
+void ofi_rail_stop(ofi_dev_t *d) {
+  pthread_mutex_lock(&d->lock);
+  bool running = d->progress_running;
+  pthread_mutex_unlock(&d->lock);
+  if (!running) return;
+  atomic_store_explicit(&d->progress_stop, true, memory_order_release);
+  pthread_join(d->progress_thread, NULL);
+  pthread_mutex_lock(&d->lock);
+  d->progress_running = false;
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* Round robin per device over the rails both ends have, so that the comms NCCL opens between two
+ * processes (one per channel and peer) spread evenly. */
+int ofi_rail_pick(ofi_dev_t *d, int peer_rails) {
+  int n = d->nrails < peer_rails ? d->nrails : peer_rails;
+  if (n <= 1) return 0;
+  return (int)(atomic_fetch_add(&d->next_rail, 1u) % (uint32_t)n);
+}
