@@ -182,29 +182,7 @@ static strand_result_t add_rails(ofi_dev_t *d) {
   return STRAND_SUCCESS;
 }
 
-/* Defaults of our own for provider variables, set only where the user left them unset. libfabric
- * reads them when fi_getinfo first initialises its providers, so this runs before that.
- * FI_OFI_RXM_BUFFER_SIZE: ofi_rxm cuts a message up to its SAR limit into segments of this size
- * (libfabric's default 16 KiB). Measured through real NCCL on tcp;ofi_rxm (docs/benchmarks/ofi.md,
- * "The provider's segment size"), 64 KiB segments took a 256 KiB all-reduce from 443 to 256 us,
- * the built-in Socket's time; other sizes stayed within the run-to-run spread. */
-static void provider_defaults(void) {
-  static const struct {
-    const char *name, *value;
-  } defaults[] = {{"FI_OFI_RXM_BUFFER_SIZE", "65536"}};
-  for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
-    const char *user = getenv(defaults[i].name);
-    if (user != NULL) {
-      STRAND_INFO(STRAND_SUBSYS_INIT, "%s=%s (set by the environment)", defaults[i].name, user);
-    } else if (setenv(defaults[i].name, defaults[i].value, 0) == 0) {
-      STRAND_INFO(STRAND_SUBSYS_INIT, "%s=%s (strand-ofi's default; set the variable to override)",
-                  defaults[i].name, defaults[i].value);
-    }
-  }
-}
-
 static strand_result_t discover(void) {
-  provider_defaults();
   struct fi_info *hints = make_hints(false);
   if (!hints) return STRAND_SYSTEM_ERROR;
   int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
