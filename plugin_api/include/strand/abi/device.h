@@ -7,14 +7,17 @@
 #include <stdint.h>
 #include "strand/abi/types.h"
 
-/* ncclNetDeviceType. A net plugin may only report HOST or UNPACK (§1.3). */
+/* ncclNetDeviceType. A net plugin may only report HOST or UNPACK (§1.3); a GIN/RMA plugin GIN_*. */
 typedef enum {
   STRAND_DEV_HOST = 0,
   STRAND_DEV_UNPACK = 1,
   STRAND_DEV_GIN_PROXY = 2,
   STRAND_DEV_GIN_GDAKI = 3,
-  STRAND_DEV_GIN_GPI = 4
+  STRAND_DEV_GIN_GPI = 4,
+  STRAND_DEV_GIN_EFA_GDA = 5 /* NCCL 2.31.2 (aws-ofi-nccl#1355: 4 meant this before 2.31.2) */
 } strand_dev_type_t;
+/* NCCL_GIN_PROXY_VERSION: netDeviceVersion of a GIN_PROXY device handle (2.28.9 and 2.30.7). */
+#define STRAND_GIN_PROXY_VERSION 100
 
 #define STRAND_NET_DEVICE_INVALID_VERSION 0x0
 #define STRAND_NET_MTU_SIZE 4096
