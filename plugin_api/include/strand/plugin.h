@@ -21,14 +21,6 @@ typedef strand_rma_config_v14_t strand_rma_config_t;
 
 #ifdef __cplusplus
 extern "C" {
-/* Optional, once, at file scope: STRAND_RMA_PLUGIN(my_rma_table); exports the one-sided table as
- * ncclRmaPlugin_v14/_v13 (NCCL 2.30+) and ncclGinPlugin_v12/_v11 (NCCL 2.29/2.28, GIN proxy mode);
- * docs/plugin-author-guide.md. The table's getProperties must report netDeviceType GIN_PROXY. */
-#define STRAND_RMA_PLUGIN(table)                                                                   \
-  STRAND_INTERNAL_SYMBOL const strand_rma_t *const strand_plugin_rma = &(table);                   \
-  STRAND_INTERNAL_SYMBOL __attribute__((used)) const int *const strand_rma_export_ref =            \
-      &strand_rma_export_anchor
-
 #endif
 
 /* Hidden: these link the plugin to the SDK inside one .so and must never be exported, even by a
@@ -75,14 +67,6 @@ void strand_props_init_host(strand_props_t *props, int dev);
 
 #ifdef __cplusplus
 }
-/* Optional, once, at file scope: STRAND_RMA_PLUGIN(my_rma_table); exports the one-sided table as
- * ncclRmaPlugin_v14/_v13 (NCCL 2.30+) and ncclGinPlugin_v12/_v11 (NCCL 2.29/2.28, GIN proxy mode);
- * docs/plugin-author-guide.md. The table's getProperties must report netDeviceType GIN_PROXY. */
-#define STRAND_RMA_PLUGIN(table)                                                                   \
-  STRAND_INTERNAL_SYMBOL const strand_rma_t *const strand_plugin_rma = &(table);                   \
-  STRAND_INTERNAL_SYMBOL __attribute__((used)) const int *const strand_rma_export_ref =            \
-      &strand_rma_export_anchor
-
 #endif
 
 /* Use once, at file scope, in one source file of the plugin: STRAND_NET_PLUGIN(my_net_table); */
