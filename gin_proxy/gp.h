@@ -111,6 +111,7 @@ typedef struct {
   uint64_t next_seq;     /* last seq handed out */
   uint64_t done_seq;     /* every op <= done_seq is complete */
   strand_result_t dead;  /* non-zero: the peer's comms failed; everything to it fails */
+  bool closed;           /* the peer said BYE: its comms are no longer driven */
   uint64_t rx_bad_seq;   /* incoming op being dropped (bounds error on its first fragment) */
   strand_result_t rx_bad;
   bool item_turn;        /* fairness: alternate our fragments with acks / replies we owe */
@@ -173,6 +174,8 @@ void gp_progress(gp_comm_t *c);
 void gp_post_recvs(gp_comm_t *c);
 /* Queues a remote op (PUT or GET) to its peer: seq, ops FIFO, outgoing queue. */
 void gp_engine_issue(gp_comm_t *c, gp_req_t *r);
+/* closeColl: tells every live peer we are closing (bounded, best effort). */
+void gp_say_bye(gp_comm_t *c);
 /* Frees every request and queued item of c (closeColl). */
 void gp_xfer_free_all(gp_comm_t *c);
 /* Checks [off, off+len) against a window. */

@@ -121,6 +121,10 @@ strand_result_t gp_close_coll(void *collComm) {
     STRAND_WARN("gin_proxy closeColl: %p is not a live collComm (closed twice?)", collComm);
     return STRAND_INVALID_ARGUMENT;
   }
-  gp_comm_free(collComm);
+  gp_comm_t *c = collComm;
+  pthread_mutex_lock(&c->lock);
+  gp_say_bye(c);
+  pthread_mutex_unlock(&c->lock);
+  gp_comm_free(c);
   return STRAND_SUCCESS;
 }

@@ -92,6 +92,17 @@ static void gp_peer_fail(gp_comm_t *c, int j, strand_result_t rc, const char *wh
   gp_items_free(p);
 }
 
+/* The peer closed its collComm: not an error, but whatever we still expected from it never comes. */
+static void gp_peer_closed(gp_comm_t *c, int j) {
+  gp_peer_t *p = &c->peers[j];
+  p->closed = true;
+  STRAND_INFO(STRAND_SUBSYS_NET, "gin_proxy (rank %d/%d): rank %d closed its collComm", c->rank, c->nranks, j);
+  for (gp_req_t *r = p->ops_head; r; r = r->next_op) gp_req_finish(r, STRAND_REMOTE_ERROR);
+  p->ops_head = p->ops_tail = NULL;
+  p->out_head = p->out_tail = NULL;
+  /* the items stay: our own BYE to it may still be queued (gp_say_bye) */
+}
+
 void gp_xfer_free_all(gp_comm_t *c) {
   while (c->all) gp_req_free(c, c->all);
   for (int j = 0; c->peers && j < c->nranks; j++) gp_items_free(&c->peers[j]);
@@ -250,6 +261,7 @@ static strand_result_t gp_apply(gp_comm_t *c, int j, const char *buf, size_t siz
   case GP_MSG_ACK:
     gp_complete_through(&c->peers[j], h->seq, (strand_result_t)h->status);
     return STRAND_SUCCESS;
+  case GP_MSG_BYE: gp_peer_closed(c, j); return STRAND_SUCCESS;
   default:
     STRAND_WARN("gin_proxy (rank %d/%d): message of unknown type %u from rank %d", c->rank, c->nranks,
                 h->type, j);
@@ -406,10 +418,48 @@ static strand_result_t gp_send_progress(gp_comm_t *c, int j, const char **what) 
 
 void gp_progress(gp_comm_t *c) {
   for (int j = 0; j < c->nranks; j++) {
-    if (j == c->rank || c->peers[j].dead) continue;
+    if (j == c->rank || c->peers[j].dead || c->peers[j].closed) continue;
     const char *what = "";
     strand_result_t rc = gp_recv_progress(c, j, &what);
     if (rc == STRAND_SUCCESS && !c->peers[j].dead) rc = gp_send_progress(c, j, &what);
     if (rc != STRAND_SUCCESS) gp_peer_fail(c, j, rc, what);
+  }
+}
+
+/* Bound on the goodbye. Both sides of a pair wait for each other's BYE, so neither closes a comm
+ * the other still drives (a TCP-like net resets a connection closed with unread bytes, which
+ * could overtake the BYE and look like a dead peer). A peer that is not closing within the bound
+ * does not hold closeColl up. */
+#define GP_BYE_BOUND_S 0.5
+
+/* Whether j still needs driving for the goodbye: its BYE not heard, or ours not sent. */
+static bool gp_bye_pending(gp_comm_t *c, int j) {
+  gp_peer_t *p = &c->peers[j];
+  const char *what = "";
+  if (!p->closed && gp_recv_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
+  if (!p->dead && gp_send_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
+  if (p->dead) return false; /* closing anyway: no WARN */
+  bool busy = !p->closed || p->item_head || p->spend >= 0;
+  for (int s = 0; s < GP_SEND_SLOTS && !busy; s++) busy = p->sreq[s] != NULL;
+  return busy;
+}
+
+/* Queues one BYE to every live peer (our own ops still queued are dropped: NCCL closes only
+ * after its ops completed) and drives the goodbye for a bounded time. */
+void gp_say_bye(gp_comm_t *c) {
+  for (int j = 0; j < c->nranks; j++) {
+    gp_peer_t *p = &c->peers[j];
+    if (j == c->rank || p->dead) continue;
+    p->out_head = p->out_tail = NULL;
+    gp_item_t *it = calloc(1, sizeof *it);
+    if (!it) continue;
+    it->type = GP_MSG_BYE;
+    gp_item_push(p, it);
+  }
+  double end = gp_now() + GP_BYE_BOUND_S;
+  for (bool pending = true; pending && gp_now() < end;) {
+    pending = false;
+    for (int j = 0; j < c->nranks; j++)
+      if (j != c->rank && !c->peers[j].dead && gp_bye_pending(c, j)) pending = true;
   }
 }

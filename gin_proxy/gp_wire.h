@@ -17,6 +17,8 @@
  *          the target is answered by an ACK carrying the error instead.
  *   ACK    every op up to and including `seq` is applied (cumulative); `status` != 0: op `seq`
  *          failed with that strand_result_t (error ACKs are never merged).
+ *   BYE    the sender is closing its collComm: its comms are about to close, which is not an
+ *          error (the receiver stops driving them instead of reporting the peer dead).
  * Acks and replies travel on the target's own comm back (j -> i), ordered with j's puts to i. */
 #ifndef STRAND_GP_WIRE_H
 #define STRAND_GP_WIRE_H
@@ -28,7 +30,7 @@
 #define GP_WIRE_MAGIC 0x47505731u /* "GPW1" */
 #define GP_WIRE_VERSION 1
 
-enum { GP_MSG_PUT = 1, GP_MSG_GET = 2, GP_MSG_REPLY = 3, GP_MSG_ACK = 4 };
+enum { GP_MSG_PUT = 1, GP_MSG_GET = 2, GP_MSG_REPLY = 3, GP_MSG_ACK = 4, GP_MSG_BYE = 5 };
 #define GP_F_LAST 0x1
 #define GP_F_SIGNAL 0x2
 
