@@ -35,6 +35,15 @@ static strand_result_t gp_bad_local(gp_comm_t *c, const char *call, const char *
   return STRAND_INVALID_ARGUMENT;
 }
 
+/* A peer that failed or closed its collComm takes no new op. */
+static bool gp_peer_gone(gp_comm_t *c, uint32_t rank, const char *call) {
+  gp_peer_t *p = &c->peers[rank];
+  if (!p->dead && !p->closed) return false;
+  STRAND_WARN("gin_proxy %s(rank %d/%d): rank %u %s", call, c->rank, c->nranks, rank,
+              p->dead ? "is unreachable (failed earlier)" : "closed its collComm");
+  return true;
+}
+
 /* A request already complete with `status` (ops on our own rank). */
 static strand_result_t gp_done_req(gp_comm_t *c, int kind, strand_result_t status, void **request) {
   gp_req_t *r = gp_req_new(c, kind, c->rank);
@@ -85,12 +94,7 @@ static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_pu
     }
   }
   if ((int)a->rank == c->rank) return gp_put_self(c, a, src, dst, sig, request);
-  gp_peer_t *p = &c->peers[a->rank];
-  if (p->dead) {
-    STRAND_WARN("gin_proxy %s(rank %d/%d): rank %u is unreachable (failed earlier)", call, c->rank,
-                c->nranks, a->rank);
-    return p->dead;
-  }
+  if (gp_peer_gone(c, a->rank, call)) return STRAND_REMOTE_ERROR;
   gp_req_t *r = gp_req_new(c, GP_OP_PUT, (int)a->rank);
   if (!r) return STRAND_SYSTEM_ERROR;
   r->local = src->base + a->src_off;
@@ -154,10 +158,7 @@ static strand_result_t gp_get_locked(gp_comm_t *c, uint64_t remoteOff, void *rem
     if (size) memmove(local->base + localOff, remote->base + remoteOff, size);
     return gp_done_req(c, GP_OP_GET, STRAND_SUCCESS, request);
   }
-  if (c->peers[rank].dead) {
-    STRAND_WARN("gin_proxy iget(rank %d/%d): rank %u is unreachable (failed earlier)", c->rank, c->nranks, rank);
-    return c->peers[rank].dead;
-  }
+  if (gp_peer_gone(c, rank, "iget")) return STRAND_REMOTE_ERROR;
   gp_req_t *r = gp_req_new(c, GP_OP_GET, (int)rank);
   if (!r) return STRAND_SYSTEM_ERROR;
   r->local = local->base + localOff;
@@ -225,8 +226,8 @@ strand_result_t gp_test(void *collComm, void *request, int *done) {
   gp_progress(c);
   if (r->kind == GP_OP_FLUSH && !r->done) {
     gp_peer_t *p = &c->peers[r->peer];
-    if (p->dead)
-      gp_req_finish(r, p->dead);
+    if (p->dead || p->closed)
+      gp_req_finish(r, STRAND_REMOTE_ERROR);
     else if (p->done_seq >= r->seq)
       gp_req_finish(r, STRAND_SUCCESS);
   }

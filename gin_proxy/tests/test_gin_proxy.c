@@ -1,6 +1,9 @@
 /* gin_proxy over strand-socket's net table on loopback: ranks are processes (fork), the handles
  * and barriers go through shared memory. Usage: test_gin_proxy <libnccl-net-strand-socket.so> N
  *
+ * With a third argument "stingy" the net is wrapped so that every third isend/irecv returns a
+ * NULL request (the net cannot take it yet), which drives gin_proxy's retry paths all the time.
+ *
  * Phases, each ending in a barrier (waiters keep calling rmaProgress: peers need our progress):
  *   1 puts     every rank puts spans of 0 B, 1 B, small, over one slot, a few MiB at random offsets
  *              to every rank (itself included), then ONE put+signal INC; the target waits for the
@@ -313,9 +316,39 @@ static int phase_close(rank_t *R) {
   return 0;
 }
 
-static int run_rank(const char *plugin) {
+/* ------------------------------------------------------------------------ the stingy wrapper */
+
+static const strand_net_t *g_real;
+static strand_net_t g_stingy;
+static unsigned g_calls;
+
+static strand_result_t stingy_isend(void *comm, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
+  if (++g_calls % 3 == 0) {
+    *req = NULL;
+    return STRAND_SUCCESS;
+  }
+  return g_real->isend(comm, data, size, tag, mh, ph, req);
+}
+
+static strand_result_t stingy_irecv(void *comm, int n, void **data, size_t *sizes, int *tags, void **mhs,
+                                    void **phs, void **req) {
+  if (++g_calls % 3 == 0) {
+    *req = NULL;
+    return STRAND_SUCCESS;
+  }
+  return g_real->irecv(comm, n, data, sizes, tags, mhs, phs, req);
+}
+
+static int run_rank(const char *plugin, bool stingy) {
   const strand_net_t *net = pt_load_table(plugin, "ncclNetPlugin_v12");
   PT_CHECK(net, "load %s", plugin);
+  if (stingy) {
+    g_real = net;
+    g_stingy = *net;
+    g_stingy.isend = stingy_isend;
+    g_stingy.irecv = stingy_irecv;
+    net = &g_stingy;
+  }
   rank_t R = {0};
   if (setup(&R, net) || phase_puts(&R) || phase_add(&R) || phase_get(&R) || phase_refusals(&R) ||
       phase_death(&R) || phase_close(&R))
@@ -324,8 +357,8 @@ static int run_rank(const char *plugin) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s <libnccl-net-strand-socket.so> <nranks>\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "stingy"))) {
+    fprintf(stderr, "usage: %s <libnccl-net-strand-socket.so> <nranks> [stingy]\n", argv[0]);
     return 2;
   }
   g_n = atoi(argv[2]);
@@ -338,7 +371,7 @@ int main(int argc, char **argv) {
     if (pids[r] == 0) {
       g_me = r;
       alarm(60); /* a hung rank must not hang the suite */
-      int rc = run_rank(argv[1]);
+      int rc = run_rank(argv[1], argc == 4);
       if (rc) fprintf(stderr, "rank %d FAILED\n", r);
       exit(rc || pt_failures ? 1 : 0);
     }
@@ -354,6 +387,6 @@ int main(int argc, char **argv) {
       bad = 1;
     }
   }
-  printf("%s: %d ranks\n", bad ? "FAIL" : "ok", g_n);
+  printf("%s: %d ranks%s\n", bad ? "FAIL" : "ok", g_n, argc == 4 ? " (stingy net)" : "");
   return bad;
 }
