@@ -259,6 +259,10 @@ static strand_result_t gp_apply(gp_comm_t *c, int j, const char *buf, size_t siz
   case GP_MSG_GET: gp_apply_get(c, j, h); return STRAND_SUCCESS;
   case GP_MSG_REPLY: return gp_apply_reply(c, j, h, payload);
   case GP_MSG_ACK:
+    if (h->status)
+      STRAND_WARN("gin_proxy (rank %d/%d): rank %d refused our op #%llu with error %u (its WARN says "
+                  "why: a window or range it does not have)", c->rank, c->nranks, j,
+                  (unsigned long long)h->seq, h->status);
     gp_complete_through(&c->peers[j], h->seq, (strand_result_t)h->status);
     return STRAND_SUCCESS;
   case GP_MSG_BYE: gp_peer_closed(c, j); return STRAND_SUCCESS;
