@@ -14,6 +14,7 @@
  *              out-of-range put/get fails the SOURCE's test and the target's queryLastError.
  *   5 death    the last rank is SIGKILLed; the survivors' ops to it fail within 5 s.
  *   6 close    everything closed; calls on the closed collComm / context are refused. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,9 +149,25 @@ static int wait_sig(rank_t *R, int i, uint64_t want) {
   return 0;
 }
 
+/* NCCL registers windows from another thread than its proxy's: this one registers and
+ * deregisters windows (the same sequence on every rank) while the main thread puts and applies. */
+static void *reg_thread(void *arg) {
+  rank_t *R = arg;
+  static char buf[4096];
+  for (int i = 0; i < 200; i++) {
+    void *mh = NULL;
+    if (g_rma->regMrSym(R->comm, buf, sizeof buf, STRAND_PTR_HOST, 0, &mh) != STRAND_SUCCESS ||
+        g_rma->deregMrSym(R->comm, mh) != STRAND_SUCCESS)
+      return (void *)1;
+  }
+  return NULL;
+}
+
 static int phase_puts(rank_t *R) {
   void *reqs[MAXR * (NSPAN + 1)];
   int nreq = 0;
+  pthread_t th;
+  PT_CHECK(pthread_create(&th, NULL, reg_thread, R) == 0, "pthread_create");
   for (int t = 0; t < g_n; t++) {
     size_t off[NSPAN], len[NSPAN];
     spans(g_me, t, off, len);
@@ -179,6 +196,9 @@ static int phase_puts(rank_t *R) {
     }
   }
   for (int k = 0; k < nreq; k++) PT_CHECK(wait_req(R->comm, reqs[k], 10) == STRAND_SUCCESS, "put request %d", k);
+  void *th_rc = NULL;
+  pthread_join(th, &th_rc);
+  PT_CHECK(th_rc == NULL, "rank %d: registration from a second thread failed", g_me);
   return barrier(g_n);
 }
 
