@@ -7,6 +7,7 @@
  *                incoming messages at the target, acks and replies at the source
  *   gp_mr.c      regMrSym / regMrSymDmaBuf / deregMrSym: symmetric windows by registration order
  *   gp_conn.c    connect (the mesh, staging arenas, receive slots) and closeColl
+ *   gp_cuda.c    GPU windows: every copy into or out of a window and every signal
  * and gp_wire.h (the wire format). */
 #ifndef STRAND_GP_H
 #define STRAND_GP_H
@@ -59,6 +60,8 @@ typedef struct gp_mr {
   uint32_t id; /* registration number on the collComm: the same window on every rank */
   char *base;
   size_t size;
+  bool cuda;    /* GPU memory: moved by gp_copy / gp_signal through the CUDA driver */
+  void *cu_ctx; /* its CUDA context */
 } gp_mr_t;
 
 enum { GP_OP_PUT = 1, GP_OP_GET, GP_OP_FLUSH };
@@ -73,6 +76,7 @@ typedef struct gp_req {
   strand_result_t status;
   /* PUT: local source; GET: local destination. */
   char *local;
+  bool local_cuda;  /* `local` is GPU memory */
   size_t size;
   uint32_t win;     /* PUT: destination window id; GET: source window id */
   uint64_t roff;    /* the remote offset */
@@ -80,6 +84,7 @@ typedef struct gp_req {
   uint32_t sig_win, sig_op;
   uint64_t sig_off, sig_val;
   size_t sent;      /* PUT: bytes already put in fragments; GET: request sent (0/1) */
+  strand_result_t err; /* a local failure (a GPU copy) reported when the op completes */
   struct gp_req *next_op;   /* peer's ops FIFO (issued, not yet acked) */
   struct gp_req *next_out;  /* peer's outgoing queue (fragments still to send) */
   struct gp_req *prev_all, *next_all; /* every live request of the comm */
@@ -129,6 +134,7 @@ typedef struct gp_comm {
   gp_req_t *all;        /* every live request (freed at closeColl) */
   struct gp_rctx *rctxs;
   strand_result_t last_error; /* sticky, for queryLastError */
+  void *cu_ctx, *cu_stream;   /* the GPU windows' context and the comm's copy stream (gp_cuda.c) */
 } gp_comm_t;
 
 typedef struct gp_rctx {
@@ -182,12 +188,23 @@ void gp_xfer_free_all(gp_comm_t *c);
 bool gp_in_range(const gp_mr_t *w, uint64_t off, uint64_t len);
 /* Checks a signal word: window live, 8-byte aligned, in range, known op. NULL when fine, else why. */
 const char *gp_signal_bad(const gp_mr_t *w, uint64_t off, uint32_t op);
-/* The signal's effect on its word, release-ordered after everything written before it. */
-void gp_signal_apply(gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value);
 /* Request bookkeeping. */
 gp_req_t *gp_req_new(gp_comm_t *c, int kind, int peer);
 void gp_req_free(gp_comm_t *c, gp_req_t *r);
 void gp_req_finish(gp_req_t *r, strand_result_t status);
+
+/* gp_cuda.c */
+bool gp_cuda_available(void);
+/* Marks window m (registered as GPU memory) as such, after checking that it is device memory;
+ * creates the comm's copy stream with the first one. WARNs naming `call` on failure. */
+strand_result_t gp_cuda_attach(gp_comm_t *c, gp_mr_t *m, const char *call);
+/* Waits for and destroys the comm's copy stream (closeColl). */
+void gp_cuda_detach(gp_comm_t *c);
+/* n bytes src -> dst, either side host or GPU memory; complete when it returns. */
+strand_result_t gp_copy(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n);
+/* The signal's effect on its word, ordered after everything written to the comm's windows
+ * before it (host: a release atomic; GPU: an atomic add on the copy stream). */
+strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value);
 
 /* gp_xfer.c */
 strand_result_t gp_iput(void *rmaCtx, int context, uint64_t srcOff, void *srcMh, size_t size, uint64_t dstOff,

@@ -31,6 +31,7 @@ static void gp_comm_free(gp_comm_t *c) {
   }
   /* requests still posted on the net die with their comms */
   strand_mesh_close(&c->mesh);
+  gp_cuda_detach(c);
   gp_mr_free_all(c);
   free(c->peers);
   pthread_mutex_destroy(&c->lock);

@@ -59,13 +59,6 @@ const char *gp_signal_bad(const gp_mr_t *w, uint64_t off, uint32_t op) {
   return NULL;
 }
 
-void gp_signal_apply(gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value) {
-  uint64_t *word = (uint64_t *)(void *)(w->base + off);
-  /* release: the data written before (this put's and every earlier one from the same source) is
-   * visible to whoever reads the new signal value with acquire */
-  __atomic_fetch_add(word, op == STRAND_GIN_SIGNAL_OP_INC ? 1 : value, __ATOMIC_RELEASE);
-}
-
 /* -------------------------------------------------------------------------------- peer state */
 
 static void gp_items_free(gp_peer_t *p) {
@@ -174,9 +167,14 @@ static void gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *pay
       p->rx_bad = STRAND_INVALID_ARGUMENT;
       c->last_error = STRAND_INVALID_ARGUMENT;
     } else {
-      if (h->len) memcpy(gp_win(c, h->win)->base + h->base + h->off, payload, h->len);
-      if ((h->flags & GP_F_LAST) && (h->flags & GP_F_SIGNAL))
-        gp_signal_apply(gp_win(c, h->sig_win), h->sig_off, h->sig_op, h->sig_val);
+      gp_mr_t *w = gp_win(c, h->win);
+      strand_result_t rc = gp_copy(c, w->base + h->base + h->off, w->cuda, payload, false, h->len);
+      if (rc == STRAND_SUCCESS && (h->flags & GP_F_LAST) && (h->flags & GP_F_SIGNAL))
+        rc = gp_signal(c, gp_win(c, h->sig_win), h->sig_off, h->sig_op, h->sig_val);
+      if (rc != STRAND_SUCCESS) { /* the source's test reports it (gp_copy WARNed) */
+        p->rx_bad_seq = h->seq;
+        p->rx_bad = rc;
+      }
     }
   }
   if (!(h->flags & GP_F_LAST)) return;
@@ -209,7 +207,13 @@ static void gp_apply_get(gp_comm_t *c, int j, const gp_hdr_t *h) {
     gp_queue_ack(c, j, h->seq, STRAND_SYSTEM_ERROR);
     return;
   }
-  if (h->total) memcpy(data, w->base + h->base, h->total);
+  strand_result_t rc = gp_copy(c, data, false, w->base + h->base, w->cuda, h->total);
+  if (rc != STRAND_SUCCESS) {
+    free(it);
+    free(data);
+    gp_queue_ack(c, j, h->seq, rc);
+    return;
+  }
   *it = (gp_item_t){.type = GP_MSG_REPLY, .seq = h->seq, .data = data, .total = h->total};
   gp_item_push(&c->peers[j], it);
 }
@@ -223,7 +227,7 @@ static void gp_complete_through(gp_peer_t *p, uint64_t seq, strand_result_t stat
     p->ops_head = r->next_op;
     if (!p->ops_head) p->ops_tail = NULL;
     r->next_op = NULL;
-    gp_req_finish(r, r->seq == seq ? status : STRAND_SUCCESS);
+    gp_req_finish(r, r->seq == seq && status ? status : r->err);
   }
   if (seq > p->done_seq) p->done_seq = seq;
 }
@@ -238,8 +242,9 @@ static strand_result_t gp_apply_reply(gp_comm_t *c, int j, const gp_hdr_t *h, co
                 (unsigned long long)h->off, (unsigned long long)h->len);
     return STRAND_INTERNAL_ERROR;
   }
-  if (h->len) memcpy(r->local + h->off, payload, h->len);
-  if (h->flags & GP_F_LAST) gp_complete_through(p, h->seq, STRAND_SUCCESS);
+  strand_result_t rc = gp_copy(c, r->local + h->off, r->local_cuda, payload, false, h->len);
+  if (rc != STRAND_SUCCESS) r->err = rc; /* the get fails; the stream goes on */
+  if (h->flags & GP_F_LAST) gp_complete_through(p, h->seq, r->err);
   return STRAND_SUCCESS;
 }
 
@@ -321,7 +326,7 @@ static strand_result_t gp_recv_progress(gp_comm_t *c, int j, const char **what) 
 /* --------------------------------------------------------------------------------- sending */
 
 /* Encodes the next fragment of our op r into h + payload; dequeues r after its last one. */
-static void gp_encode_op(gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, char *payload) {
+static void gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, char *payload) {
   h->seq = r->seq;
   h->win = r->win;
   h->base = r->roff;
@@ -331,10 +336,11 @@ static void gp_encode_op(gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, char *payload) 
     h->type = GP_MSG_PUT;
     h->off = r->sent;
     h->len = r->size - r->sent < GP_PAYLOAD_MAX ? r->size - r->sent : GP_PAYLOAD_MAX;
-    if (h->len) memcpy(payload, r->local + r->sent, h->len);
+    strand_result_t rc = gp_copy(c, payload, false, r->local + r->sent, r->local_cuda, h->len);
+    if (rc != STRAND_SUCCESS && !r->err) r->err = rc; /* reported when acked; no signal for it */
     r->sent += h->len;
     last = r->sent == r->size;
-    if (last && r->signal) {
+    if (last && r->signal && !r->err) {
       h->flags |= GP_F_SIGNAL;
       h->sig_win = r->sig_win;
       h->sig_off = r->sig_off;
@@ -413,7 +419,7 @@ static strand_result_t gp_send_progress(gp_comm_t *c, int j, const char **what) 
     if (item)
       gp_encode_item(p, h, (char *)(h + 1));
     else
-      gp_encode_op(p, p->out_head, h, (char *)(h + 1));
+      gp_encode_op(c, p, p->out_head, h, (char *)(h + 1));
     strand_result_t rc = gp_post_send(c, p, s, sizeof *h + h->len);
     if (rc != STRAND_SUCCESS || p->spend >= 0) return rc;
   }

@@ -5,7 +5,7 @@
  * put or get names on the wire; the target finds its own window by it. Numbers are never reused,
  * so a message for a window deregistered meanwhile is refused instead of landing in a new one.
  * Windows are not registered with the net: bytes move through the staging slots that connect
- * registered (gp_conn.c). */
+ * registered (gp_conn.c); GPU windows (NCCL_PTR_CUDA) are moved by gp_cuda.c. */
 #include <stdlib.h>
 
 #include "gp.h"
@@ -22,10 +22,10 @@ gp_mr_t *gp_mr_get(gp_comm_t *c, void *mhandle) {
 
 static strand_result_t gp_reg_common(gp_comm_t *c, const char *call, void *data, size_t size, int type,
                                      void **mhandle) {
-  if (type != STRAND_PTR_HOST) {
-    STRAND_WARN("gin_proxy %s(rank %d/%d): memory type %d not supported: GPU memory is not supported "
-                "yet (gin_proxy reports ptrSupport=NCCL_PTR_HOST)", call, c->rank, c->nranks, type);
-    return STRAND_INVALID_USAGE;
+  if (type != STRAND_PTR_HOST && type != STRAND_PTR_CUDA) {
+    STRAND_WARN("gin_proxy %s(rank %d/%d): memory type %d is neither NCCL_PTR_HOST nor NCCL_PTR_CUDA",
+                call, c->rank, c->nranks, type);
+    return STRAND_INVALID_ARGUMENT;
   }
   if (!data && size > 0) {
     STRAND_WARN("gin_proxy %s(rank %d/%d): NULL buffer of %zu bytes", call, c->rank, c->nranks, size);
@@ -47,8 +47,9 @@ static strand_result_t gp_reg_common(gp_comm_t *c, const char *call, void *data,
   }
   if (rc == STRAND_SUCCESS) {
     *m = (gp_mr_t){.magic = GP_MR_MAGIC, .comm = c, .id = c->nwins, .base = data, .size = size};
-    rc = strand_handle_set_add(&gp_live_mrs, m);
+    if (type == STRAND_PTR_CUDA) rc = gp_cuda_attach(c, m, call);
   }
+  if (rc == STRAND_SUCCESS) rc = strand_handle_set_add(&gp_live_mrs, m);
   if (rc == STRAND_SUCCESS) c->wins[c->nwins++] = m;
   pthread_mutex_unlock(&c->lock);
   if (rc != STRAND_SUCCESS) {
@@ -68,17 +69,22 @@ strand_result_t gp_reg_mr_sym(void *collComm, void *data, size_t size, int type,
   return gp_reg_common(c, "regMrSym", data, size, type, mhandle);
 }
 
+/* gin_proxy moves GPU windows through the CUDA driver by address, so the DMA-BUF descriptor adds
+ * nothing: a CUDA window given this way is registered as by regMrSym (NCCL only uses this call
+ * when ptrSupport has NCCL_PTR_DMABUF, which gin_proxy does not report). */
 strand_result_t gp_reg_mr_sym_dmabuf(void *collComm, void *data, size_t size, int type, uint64_t offset,
                                      int fd, uint64_t mrFlags, void **mhandle) {
-  (void)data, (void)size, (void)type, (void)offset, (void)fd, (void)mrFlags;
+  (void)offset, (void)fd, (void)mrFlags;
   if (!mhandle) return STRAND_INVALID_ARGUMENT;
   *mhandle = NULL;
   gp_comm_t *c = gp_comm_get(collComm, "regMrSymDmaBuf");
   if (!c) return STRAND_INVALID_ARGUMENT;
-  /* DMA-BUF windows are GPU memory in practice: refused until the CUDA path exists. */
-  STRAND_WARN("gin_proxy regMrSymDmaBuf(rank %d/%d): DMA-BUF windows (GPU memory) are not supported "
-              "yet; register host memory with regMrSym", c->rank, c->nranks);
-  return STRAND_INVALID_USAGE;
+  if (type != STRAND_PTR_CUDA) {
+    STRAND_WARN("gin_proxy regMrSymDmaBuf(rank %d/%d): memory type %d; a DMA-BUF window must be "
+                "NCCL_PTR_CUDA (register host memory with regMrSym)", c->rank, c->nranks, type);
+    return STRAND_INVALID_USAGE;
+  }
+  return gp_reg_common(c, "regMrSymDmaBuf", data, size, type, mhandle);
 }
 
 strand_result_t gp_dereg_mr_sym(void *collComm, void *mhandle) {

@@ -128,7 +128,8 @@ static strand_result_t gp_get_properties(int dev, strand_props_t *props) {
     STRAND_WARN("gin_proxy getProperties(%d): the net's getProperties returned %d", dev, (int)rc);
     return rc;
   }
-  p.ptrSupport = STRAND_PTR_HOST;
+  /* GPU windows are moved through the CUDA driver when this process has one (gp_cuda.c). */
+  p.ptrSupport = STRAND_PTR_HOST | (gp_cuda_available() ? STRAND_PTR_CUDA : 0);
   p.regIsGlobal = 0;
   p.forceFlush = 0;
   p.maxRecvs = 1;

@@ -71,9 +71,9 @@ static strand_result_t gp_put_self(gp_comm_t *c, const gp_put_args_t *a, gp_mr_t
     c->last_error = STRAND_INVALID_ARGUMENT;
     return gp_done_req(c, GP_OP_PUT, STRAND_INVALID_ARGUMENT, request);
   }
-  if (a->size) memmove(dst->base + a->dst_off, src->base + a->src_off, a->size);
-  if (a->signal) gp_signal_apply(sig, a->sig_off, a->sig_op, a->sig_val);
-  return gp_done_req(c, GP_OP_PUT, STRAND_SUCCESS, request);
+  strand_result_t rc = gp_copy(c, dst->base + a->dst_off, dst->cuda, src->base + a->src_off, src->cuda, a->size);
+  if (rc == STRAND_SUCCESS && a->signal) rc = gp_signal(c, sig, a->sig_off, a->sig_op, a->sig_val);
+  return gp_done_req(c, GP_OP_PUT, rc, request);
 }
 
 static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_put_args_t *a, void **request) {
@@ -98,6 +98,7 @@ static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_pu
   gp_req_t *r = gp_req_new(c, GP_OP_PUT, (int)a->rank);
   if (!r) return STRAND_SYSTEM_ERROR;
   r->local = src->base + a->src_off;
+  r->local_cuda = src->cuda;
   r->size = a->size;
   r->win = dst->id;
   r->roff = a->dst_off;
@@ -155,13 +156,14 @@ static strand_result_t gp_get_locked(gp_comm_t *c, uint64_t remoteOff, void *rem
       c->last_error = STRAND_INVALID_ARGUMENT;
       return gp_done_req(c, GP_OP_GET, STRAND_INVALID_ARGUMENT, request);
     }
-    if (size) memmove(local->base + localOff, remote->base + remoteOff, size);
-    return gp_done_req(c, GP_OP_GET, STRAND_SUCCESS, request);
+    strand_result_t rc = gp_copy(c, local->base + localOff, local->cuda, remote->base + remoteOff, remote->cuda, size);
+    return gp_done_req(c, GP_OP_GET, rc, request);
   }
   if (gp_peer_gone(c, rank, "iget")) return STRAND_REMOTE_ERROR;
   gp_req_t *r = gp_req_new(c, GP_OP_GET, (int)rank);
   if (!r) return STRAND_SYSTEM_ERROR;
   r->local = local->base + localOff;
+  r->local_cuda = local->cuda;
   r->size = size;
   r->win = remote->id;
   r->roff = remoteOff;

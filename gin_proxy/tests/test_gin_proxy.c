@@ -3,6 +3,9 @@
  *
  * With a third argument "stingy" the net is wrapped so that every third isend/irecv returns a
  * NULL request (the net cannot take it yet), which drives gin_proxy's retry paths all the time.
+ * With "gpu" every window is GPU memory (cuMemAlloc on GPU 0, registered NCCL_PTR_CUDA): the same
+ * phases, with host copies of the windows filled and checked through the CUDA driver; without a
+ * usable GPU the test is skipped (exit 77).
  *
  * Phases, each ending in a barrier (waiters keep calling rmaProgress: peers need our progress):
  *   1 puts     every rank puts spans of 0 B, 1 B, small, over one slot, a few MiB at random offsets
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "plugin_test.h"
+#include "strand/cuda_driver.h"
 #include "strand/gin_proxy.h"
 
 #define MAXR 8
@@ -39,6 +43,7 @@ typedef struct {
 
 static shm_t *g_shm;
 static int g_n, g_me;
+static bool g_gpu; /* windows in GPU memory */
 static const strand_rma_t *g_rma;
 static void *g_rctx;
 
@@ -93,10 +98,52 @@ static void spans(int src, int dst, size_t off[NSPAN], size_t len[NSPAN]) {
 
 typedef struct {
   void *comm, *lcomm, *ctx;
-  char *data, *src, *sig, *scratch;
+  char *data, *src, *sig, *scratch; /* the windows, or their host copies in gpu mode */
+  strand_cu_devptr_t d[4];          /* gpu mode: the windows (data, src, sig, scratch) */
   void *mh_data, *mh_src, *mh_sig, *mh_scratch;
   size_t data_bytes;
 } rank_t;
+
+/* gpu mode: the device address of host copy `h` + off, and moving bytes between the two. */
+static strand_cu_devptr_t dev_of(rank_t *R, const char *h) {
+  const char *hs[4] = {R->data, R->src, R->sig, R->scratch};
+  for (int i = 0; i < 4; i++)
+    if (h == hs[i]) return R->d[i];
+  return 0;
+}
+static int win_up(rank_t *R, char *h, size_t off, size_t len) {
+  if (!g_gpu || !len) return 0;
+  const strand_cuda_t *cu = strand_cuda();
+  PT_CHECK(cu->memcpyHtoDAsync(dev_of(R, h) + off, h + off, len, NULL) == 0 && cu->streamSynchronize(NULL) == 0,
+           "rank %d: host -> GPU window copy", g_me);
+  return 0;
+}
+static int win_down(rank_t *R, char *h, size_t off, size_t len) {
+  if (!g_gpu || !len) return 0;
+  const strand_cuda_t *cu = strand_cuda();
+  PT_CHECK(cu->memcpyDtoHAsync(h + off, dev_of(R, h) + off, len, NULL) == 0 && cu->streamSynchronize(NULL) == 0,
+           "rank %d: GPU window -> host copy", g_me);
+  return 0;
+}
+/* The pointer a window is registered with, and its type. */
+static void *win_ptr(rank_t *R, char *h) { return g_gpu ? (void *)(uintptr_t)dev_of(R, h) : h; }
+#define WIN_TYPE (g_gpu ? STRAND_PTR_CUDA : STRAND_PTR_HOST)
+
+/* gpu mode: GPU 0's primary context and the four windows, zeroed. */
+static int gpu_setup(rank_t *R) {
+  const strand_cuda_t *cu = strand_cuda();
+  int dev = -1;
+  strand_cu_ctx_t ctx = NULL;
+  PT_CHECK(cu && cu->deviceGet(&dev, 0) == 0 && cu->devicePrimaryCtxRetain(&ctx, dev) == 0 &&
+               cu->ctxSetCurrent(ctx) == 0, "rank %d: GPU 0's context", g_me);
+  size_t sizes[4] = {R->data_bytes, R->data_bytes, SIGW * 8, (size_t)g_n * (GETB)};
+  char *hs[4] = {R->data, R->src, R->sig, R->scratch};
+  for (int i = 0; i < 4; i++) {
+    PT_CHECK(cu->memAlloc(&R->d[i], sizes[i]) == 0, "rank %d: cuMemAlloc of %zu bytes", g_me, sizes[i]);
+    if (win_up(R, hs[i], 0, sizes[i])) return -1; /* the host copies are calloc'ed: zeroes */
+  }
+  return 0;
+}
 
 static int setup(rank_t *R, const strand_net_t *net) {
   g_rma = strand_gin_proxy_for(net);
@@ -106,8 +153,9 @@ static int setup(rank_t *R, const strand_net_t *net) {
   PT_CHECK(g_rma->devices(&nd) == STRAND_SUCCESS && nd >= 1, "devices: %d", nd);
   strand_props_t p;
   PT_CHECK(g_rma->getProperties(0, &p) == STRAND_SUCCESS, "getProperties");
+  int ptr = STRAND_PTR_HOST | (strand_cuda() ? STRAND_PTR_CUDA : 0);
   PT_CHECK(p.netDeviceType == STRAND_DEV_GIN_PROXY && p.netDeviceVersion == STRAND_GIN_PROXY_VERSION &&
-               p.ptrSupport == STRAND_PTR_HOST && p.maxRecvs == 1 && p.maxP2pBytes == STRAND_MAX_GIN_SIZE,
+               p.ptrSupport == ptr && p.maxRecvs == 1 && p.maxP2pBytes == STRAND_MAX_GIN_SIZE,
            "properties: type %d version %d ptr %d", (int)p.netDeviceType, p.netDeviceVersion, p.ptrSupport);
   char handle[STRAND_NET_HANDLE_MAXSIZE] = {0};
   PT_CHECK(g_rma->listen(R->ctx, 0, handle, &R->lcomm) == STRAND_SUCCESS, "listen");
@@ -125,17 +173,19 @@ static int setup(rank_t *R, const strand_net_t *net) {
   R->sig = calloc(SIGW, 8);
   R->scratch = calloc(1, (size_t)g_n * (GETB));
   PT_CHECK(R->data && R->src && R->sig && R->scratch, "calloc");
+  if (g_gpu && gpu_setup(R)) return -1;
   /* every rank registers the same windows in the same order (symmetric) */
-  PT_CHECK(g_rma->regMrSym(R->comm, R->data, R->data_bytes, STRAND_PTR_HOST, 0, &R->mh_data) == 0, "reg data");
-  PT_CHECK(g_rma->regMrSym(R->comm, R->src, R->data_bytes, STRAND_PTR_HOST, 0, &R->mh_src) == 0, "reg src");
-  PT_CHECK(g_rma->regMrSym(R->comm, R->sig, SIGW * 8, STRAND_PTR_HOST, STRAND_GIN_MR_FLAG_FORCE_SO,
+  PT_CHECK(g_rma->regMrSym(R->comm, win_ptr(R, R->data), R->data_bytes, WIN_TYPE, 0, &R->mh_data) == 0, "reg data");
+  PT_CHECK(g_rma->regMrSym(R->comm, win_ptr(R, R->src), R->data_bytes, WIN_TYPE, 0, &R->mh_src) == 0, "reg src");
+  PT_CHECK(g_rma->regMrSym(R->comm, win_ptr(R, R->sig), SIGW * 8, WIN_TYPE, STRAND_GIN_MR_FLAG_FORCE_SO,
                            &R->mh_sig) == 0, "reg sig");
-  PT_CHECK(g_rma->regMrSym(R->comm, R->scratch, (size_t)g_n * (GETB), STRAND_PTR_HOST, 0, &R->mh_scratch) == 0,
-           "reg scratch");
+  PT_CHECK(g_rma->regMrSym(R->comm, win_ptr(R, R->scratch), (size_t)g_n * (GETB), WIN_TYPE, 0,
+                           &R->mh_scratch) == 0, "reg scratch");
   return barrier(g_n);
 }
 
 static uint64_t sig_load(rank_t *R, int i) {
+  if (g_gpu && win_down(R, R->sig, 8 * (size_t)i, 8)) return UINT64_MAX;
   return __atomic_load_n((uint64_t *)(void *)(R->sig + 8 * i), __ATOMIC_ACQUIRE);
 }
 
@@ -175,6 +225,7 @@ static int phase_puts(rank_t *R) {
       /* the source bytes live at a different offset than the destination */
       size_t soff = (size_t)t * SEG + (off[i] - (size_t)g_me * SEG);
       pt_fill(R->src + soff, len[i], (unsigned)(g_me * 1000 + t * 50 + i));
+      if (win_up(R, R->src, soff, len[i])) return -1;
       PT_CHECK(g_rma->iput(g_rctx, i % 2, soff, R->mh_src, len[i], off[i], R->mh_data, (uint32_t)t,
                            &reqs[nreq]) == STRAND_SUCCESS && reqs[nreq], "iput %d -> %d span %d", g_me, t, i);
       nreq++;
@@ -190,6 +241,7 @@ static int phase_puts(rank_t *R) {
     size_t off[NSPAN], len[NSPAN];
     spans(s, g_me, off, len);
     for (int i = 0; i < NSPAN; i++) {
+      if (win_down(R, R->data, off[i], len[i])) return -1;
       long bad = pt_verify(R->data + off[i], len[i], (unsigned)(s * 1000 + g_me * 50 + i));
       PT_CHECK(bad < 0, "rank %d: span %d (%zu B) from rank %d wrong at byte %ld when its signal was seen",
                g_me, i, len[i], s, bad);
@@ -218,13 +270,14 @@ static int phase_add(rank_t *R) {
 static int phase_get(rank_t *R) {
   /* our own region for the peers to read: source window, segment 0, seeded by our rank */
   pt_fill(R->src, GETB, (unsigned)(5000 + g_me));
-  if (barrier(g_n)) return -1;
+  if (win_up(R, R->src, 0, GETB) || barrier(g_n)) return -1;
   void *reqs[MAXR];
   for (int t = 0; t < g_n; t++)
     PT_CHECK(g_rma->iget(g_rctx, 0, 0, R->mh_src, GETB, (size_t)t * (GETB), R->mh_scratch, (uint32_t)t,
                          &reqs[t]) == STRAND_SUCCESS && reqs[t], "iget from %d", t);
   for (int t = 0; t < g_n; t++) {
     PT_CHECK(wait_req(R->comm, reqs[t], 10) == STRAND_SUCCESS, "get request from %d", t);
+    if (win_down(R, R->scratch, (size_t)t * (GETB), GETB)) return -1;
     long bad = pt_verify(R->scratch + (size_t)t * (GETB), GETB, (unsigned)(5000 + t));
     PT_CHECK(bad < 0, "rank %d: get from rank %d wrong at byte %ld", g_me, t, bad);
   }
@@ -254,7 +307,10 @@ static int phase_refusals(rank_t *R) {
                              STRAND_GIN_SIGNAL_OP_INC, true, &req) == STRAND_INVALID_ARGUMENT, "unaligned signal");
   PT_CHECK(g_rma->deregMrSym(R->comm, (void *)0x5678) == STRAND_INVALID_ARGUMENT, "dereg of a bogus handle");
   void *mh = NULL;
-  PT_CHECK(g_rma->regMrSym(R->comm, R->data, 64, STRAND_PTR_CUDA, 0, &mh) == STRAND_INVALID_USAGE, "CUDA window");
+  /* host memory registered as GPU memory: no CUDA driver here (INVALID_USAGE), or not device
+   * memory (INVALID_ARGUMENT) */
+  strand_result_t rc = g_rma->regMrSym(R->comm, R->data, 64, STRAND_PTR_CUDA, 0, &mh);
+  PT_CHECK(rc == (strand_cuda() ? STRAND_INVALID_ARGUMENT : STRAND_INVALID_USAGE), "host memory as a CUDA window: %d", rc);
   PT_CHECK(g_rma->regMrSymDmaBuf(R->comm, R->data, 64, STRAND_PTR_DMABUF, 0, -1, 0, &mh) == STRAND_INVALID_USAGE,
            "DMA-BUF window");
   /* a request tested after completion */
@@ -333,6 +389,7 @@ static int phase_close(rank_t *R) {
   free(R->src);
   free(R->sig);
   free(R->scratch);
+  for (int i = 0; g_gpu && i < 4; i++) strand_cuda()->memFree(R->d[i]);
   return 0;
 }
 
@@ -376,13 +433,31 @@ static int run_rank(const char *plugin, bool stingy) {
   return 0;
 }
 
+/* Whether a GPU is usable, asked in a child: CUDA must not be initialised before the fork. */
+static bool gpu_usable(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    const strand_cuda_t *cu = strand_cuda();
+    int dev = -1;
+    _exit(cu && cu->deviceGet(&dev, 0) == 0 ? 0 : 1);
+  }
+  int st = 0;
+  return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "stingy"))) {
-    fprintf(stderr, "usage: %s <libnccl-net-strand-socket.so> <nranks> [stingy]\n", argv[0]);
+  const char *mode = argc == 4 ? argv[3] : "";
+  if (argc != 3 && !(argc == 4 && (!strcmp(mode, "stingy") || !strcmp(mode, "gpu")))) {
+    fprintf(stderr, "usage: %s <libnccl-net-strand-socket.so> <nranks> [stingy|gpu]\n", argv[0]);
     return 2;
   }
   g_n = atoi(argv[2]);
   if (g_n < 2 || g_n > MAXR) return 2;
+  g_gpu = !strcmp(mode, "gpu");
+  if (g_gpu && !gpu_usable()) {
+    printf("SKIP: no usable GPU (libcuda.so.1 and GPU 0) for GPU windows\n");
+    return 77;
+  }
   g_shm = mmap(NULL, sizeof *g_shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (g_shm == MAP_FAILED) return 2;
   pid_t pids[MAXR];
@@ -391,7 +466,7 @@ int main(int argc, char **argv) {
     if (pids[r] == 0) {
       g_me = r;
       alarm(60); /* a hung rank must not hang the suite */
-      int rc = run_rank(argv[1], argc == 4);
+      int rc = run_rank(argv[1], !strcmp(mode, "stingy"));
       if (rc) fprintf(stderr, "rank %d FAILED\n", r);
       exit(rc || pt_failures ? 1 : 0);
     }
@@ -407,6 +482,6 @@ int main(int argc, char **argv) {
       bad = 1;
     }
   }
-  printf("%s: %d ranks%s\n", bad ? "FAIL" : "ok", g_n, argc == 4 ? " (stingy net)" : "");
+  printf("%s: %d ranks%s\n", bad ? "FAIL" : "ok", g_n, *mode ? (g_gpu ? " (GPU windows)" : " (stingy net)") : "");
   return bad;
 }
