@@ -22,6 +22,8 @@
 
 bool gp_cuda_available(void) { return strand_cuda() != NULL; }
 
+static strand_cu_devptr_t dptr(const void *p) { return (strand_cu_devptr_t)(uintptr_t)p; }
+
 static strand_result_t gp_cu_fail(gp_comm_t *c, const char *what, strand_cu_result_t r) {
   STRAND_WARN("gin_proxy (rank %d/%d): %s failed: %s (CUresult %d)", c->rank, c->nranks, what,
               strand_cuda_error_name(r), r);
@@ -54,6 +56,15 @@ strand_result_t gp_cuda_attach(gp_comm_t *c, gp_mr_t *m, const char *call) {
   if (r == STRAND_CU_SUCCESS) r = cu->streamCreate(&c->cu_stream, STRAND_CU_STREAM_NON_BLOCKING);
   if (r != STRAND_CU_SUCCESS) return gp_cu_fail(c, "creating the copy stream", r);
   c->cu_ctx = ctx;
+  /* Load the signal kernel now, before NCCL's kernels run: loading a module (lazily, at its first
+   * launch, under CUDA_MODULE_LOADING=LAZY) may wait for the GPU to go idle, which never happens
+   * while a device-API kernel spins on the very signal we are about to add. Adding 0 to the
+   * window's first word is the launch; it changes nothing. */
+  if (m->size >= 8 && !((uintptr_t)m->base & 7)) {
+    r = strand_cuda_add_u64_async(dptr(m->base), 0, c->cu_stream);
+    if (r == STRAND_CU_SUCCESS) r = cu->streamSynchronize(c->cu_stream);
+    if (r != STRAND_CU_SUCCESS) return gp_cu_fail(c, "loading the signal-add kernel", r);
+  }
   return STRAND_SUCCESS;
 }
 
@@ -66,8 +77,6 @@ void gp_cuda_detach(gp_comm_t *c) {
   }
   c->cu_stream = NULL;
 }
-
-static strand_cu_devptr_t dptr(const void *p) { return (strand_cu_devptr_t)(uintptr_t)p; }
 
 strand_result_t gp_copy(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n) {
   if (n == 0 || dst == src) return STRAND_SUCCESS; /* a loopback flush puts a word onto itself */

@@ -94,7 +94,13 @@ static strand_result_t gp_init(void **ctx, uint64_t commId, strand_logger_t logF
 }
 
 static strand_result_t gp_finalize(void *ctx) {
-  if (!ctx || !strand_handle_set_remove(&gp_live_ctx, ctx)) {
+  /* NCCL 2.28 finalizes a shared GIN state once per communicator sharing it and clears it after the
+   * first (gin_host.cc): the second call passes NULL. Nothing was ours: not an error. */
+  if (!ctx) {
+    STRAND_INFO(STRAND_SUBSYS_NET, "gin_proxy finalize(NULL): no context to finalize (ignored)");
+    return STRAND_SUCCESS;
+  }
+  if (!strand_handle_set_remove(&gp_live_ctx, ctx)) {
     STRAND_WARN("gin_proxy finalize: %p is not a live context from init (finalized twice?)", ctx);
     return STRAND_INVALID_ARGUMENT;
   }

@@ -74,6 +74,23 @@ const char *strand_cuda_error_name(strand_cu_result_t r) {
   return "unknown CUresult";
 }
 
+/* Primary contexts retained by strand_cuda_pointer_context, one per device, kept for the
+ * process's life (NCCL's runtime holds them too). */
+#define PRIMARY_CTXS 64
+static struct {
+  pthread_mutex_t lock;
+  strand_cu_ctx_t ctx[PRIMARY_CTXS];
+} primary = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static strand_cu_ctx_t primary_context(const strand_cuda_t *cu, int ordinal) {
+  if (ordinal < 0 || ordinal >= PRIMARY_CTXS) return NULL;
+  pthread_mutex_lock(&primary.lock);
+  strand_cu_ctx_t ctx = primary.ctx[ordinal];
+  if (!ctx && cu->devicePrimaryCtxRetain(&ctx, ordinal) == STRAND_CU_SUCCESS) primary.ctx[ordinal] = ctx;
+  pthread_mutex_unlock(&primary.lock);
+  return ctx;
+}
+
 strand_cu_ctx_t strand_cuda_pointer_context(const void *p) {
   const strand_cuda_t *cu = strand_cuda();
   if (!cu || !p) return NULL;
@@ -83,9 +100,14 @@ strand_cu_ctx_t strand_cuda_pointer_context(const void *p) {
   if (cu->pointerGetAttribute(&type, STRAND_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != STRAND_CU_SUCCESS ||
       type != STRAND_CU_MEMORYTYPE_DEVICE)
     return NULL;
-  if (cu->pointerGetAttribute(&ctx, STRAND_CU_POINTER_ATTRIBUTE_CONTEXT, d) != STRAND_CU_SUCCESS)
+  if (cu->pointerGetAttribute(&ctx, STRAND_CU_POINTER_ATTRIBUTE_CONTEXT, d) == STRAND_CU_SUCCESS && ctx)
+    return ctx;
+  /* cuMemCreate/cuMemMap memory (NCCL's ncclCuMemAlloc) belongs to no context: its device's
+   * primary context moves it. */
+  int ordinal = -1;
+  if (cu->pointerGetAttribute(&ordinal, STRAND_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d) != STRAND_CU_SUCCESS)
     return NULL;
-  return ctx;
+  return primary_context(cu, ordinal);
 }
 
 /* One thread: a system-scope fence (the data copies queued before are complete when the kernel

@@ -87,7 +87,7 @@ for ex in 02_gin_alltoall_pure 03_gin_alltoall_hybrid; do
   echo "## NCCL $tag $ex through strand-$plugin, $ngpu GPUs (one thread each)"
   log=$build/log.gin.$ex
   NTHREADS=$ngpu NCCL_NET_PLUGIN="$so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-    timeout 300 "$bin" >"$log" 2>&1 || { echo "exit status $?"; rc=1; }
+    timeout ${E2E_TIMEOUT:-120} "$bin" >"$log" 2>&1 || { echo "exit status $?"; rc=1; }
   grep -E 'GIN|RMA|gin_proxy|NET/Plugin|Using network|PASSED|FAILED|mismatch|WARN|rror' "$log" | grep -v 'NCCL_' | sort | uniq -c | sort -rn | head -40
   grep -q 'PASSED' "$log" && ! grep -q 'FAILED' "$log" || rc=1
 done

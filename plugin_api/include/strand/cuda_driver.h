@@ -38,6 +38,7 @@ typedef void *strand_cu_function_t;
 /* CUpointer_attribute values used here. */
 #define STRAND_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define STRAND_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define STRAND_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 #define STRAND_CU_MEMORYTYPE_HOST 1
 #define STRAND_CU_MEMORYTYPE_DEVICE 2
 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
@@ -95,7 +96,9 @@ const strand_cuda_t *strand_cuda(void);
 /* The driver's name for r ("CUDA_ERROR_..."), or "unknown CUresult" — for WARNs. */
 const char *strand_cuda_error_name(strand_cu_result_t r);
 
-/* The CUDA context owning device pointer p, or NULL when p is not device memory (or no CUDA). */
+/* The CUDA context to move device pointer p with: the context that allocated it, or for memory
+ * of no context (cuMemCreate + cuMemMap, as NCCL allocates) its device's primary context; NULL
+ * when p is not device memory (or no CUDA). */
 strand_cu_ctx_t strand_cuda_pointer_context(const void *p);
 
 /* Adds `value` to the 64-bit word at device address `addr` on stream `s`, after everything
