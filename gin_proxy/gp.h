@@ -65,6 +65,8 @@ typedef struct gp_mr {
 } gp_mr_t;
 
 enum { GP_OP_PUT = 1, GP_OP_GET, GP_OP_FLUSH };
+/* The window id a 0-byte put carries: it names no window. */
+#define GP_NO_WIN UINT32_MAX
 
 /* A request NCCL holds. Remote ops also sit in their peer's `ops` FIFO until acked. */
 typedef struct gp_req {

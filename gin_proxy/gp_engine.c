@@ -146,6 +146,8 @@ static void gp_queue_ack(gp_comm_t *c, int j, uint64_t seq, strand_result_t stat
 /* Why a PUT fragment cannot be applied, or NULL. Checked on every fragment with the whole op's
  * range and the signal, so a bad op writes nothing (its first fragment is already refused). */
 static const char *gp_put_bad(gp_comm_t *c, const gp_hdr_t *h) {
+  if (h->total == 0) /* a signal-only op names no window */
+    return h->flags & GP_F_SIGNAL ? gp_signal_bad(gp_win(c, h->sig_win), h->sig_off, h->sig_op) : NULL;
   gp_mr_t *w = gp_win(c, h->win);
   if (!w) return "destination window not registered here";
   if (!gp_in_range(w, h->base, h->total)) return "destination range out of the window";
@@ -168,7 +170,8 @@ static void gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *pay
       c->last_error = STRAND_INVALID_ARGUMENT;
     } else {
       gp_mr_t *w = gp_win(c, h->win);
-      strand_result_t rc = gp_copy(c, w->base + h->base + h->off, w->cuda, payload, false, h->len);
+      strand_result_t rc = h->len ? gp_copy(c, w->base + h->base + h->off, w->cuda, payload, false, h->len)
+                                  : STRAND_SUCCESS;
       if (rc == STRAND_SUCCESS && (h->flags & GP_F_LAST) && (h->flags & GP_F_SIGNAL))
         rc = gp_signal(c, gp_win(c, h->sig_win), h->sig_off, h->sig_op, h->sig_val);
       if (rc != STRAND_SUCCESS) { /* the source's test reports it (gp_copy WARNed) */

@@ -64,22 +64,26 @@ typedef struct {
 /* A put to our own rank: the target's checks, then the copy and the signal. */
 static strand_result_t gp_put_self(gp_comm_t *c, const gp_put_args_t *a, gp_mr_t *src, gp_mr_t *dst,
                                    gp_mr_t *sig, void **request) {
-  const char *why = !gp_in_range(dst, a->dst_off, a->size) ? "destination range out of the window"
+  const char *why = a->size && !gp_in_range(dst, a->dst_off, a->size) ? "destination range out of the window"
                     : a->signal ? gp_signal_bad(sig, a->sig_off, a->sig_op) : NULL;
   if (why) {
     STRAND_WARN("gin_proxy iput(rank %d/%d): put to our own rank refused: %s", c->rank, c->nranks, why);
     c->last_error = STRAND_INVALID_ARGUMENT;
     return gp_done_req(c, GP_OP_PUT, STRAND_INVALID_ARGUMENT, request);
   }
-  strand_result_t rc = gp_copy(c, dst->base + a->dst_off, dst->cuda, src->base + a->src_off, src->cuda, a->size);
+  strand_result_t rc = a->size ? gp_copy(c, dst->base + a->dst_off, dst->cuda, src->base + a->src_off, src->cuda, a->size)
+                               : STRAND_SUCCESS;
   if (rc == STRAND_SUCCESS && a->signal) rc = gp_signal(c, sig, a->sig_off, a->sig_op, a->sig_val);
   return gp_done_req(c, GP_OP_PUT, rc, request);
 }
 
 static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_put_args_t *a, void **request) {
   gp_mr_t *src = gp_mr_get(c, a->src_mh), *dst = gp_mr_get(c, a->dst_mh), *sig = NULL;
-  if (!gp_in_range(src, a->src_off, a->size)) return gp_bad_local(c, call, "source", a->src_off, a->size, src, a->src_mh);
-  if (!dst) return gp_bad_local(c, call, "destination", a->dst_off, a->size, dst, a->dst_mh);
+  /* A 0-byte put (NCCL's signal-only ops, its barriers) reads and writes no window: its handles
+   * may be NULL and are not looked at. */
+  if (a->size && !gp_in_range(src, a->src_off, a->size))
+    return gp_bad_local(c, call, "source", a->src_off, a->size, src, a->src_mh);
+  if (a->size && !dst) return gp_bad_local(c, call, "destination", a->dst_off, a->size, dst, a->dst_mh);
   if (a->signal) {
     /* the caller's own mistakes fail the call; the word's range is the target's to check */
     sig = gp_mr_get(c, a->sig_mh);
@@ -97,10 +101,10 @@ static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_pu
   if (gp_peer_gone(c, a->rank, call)) return STRAND_REMOTE_ERROR;
   gp_req_t *r = gp_req_new(c, GP_OP_PUT, (int)a->rank);
   if (!r) return STRAND_SYSTEM_ERROR;
-  r->local = src->base + a->src_off;
-  r->local_cuda = src->cuda;
+  r->local = a->size ? src->base + a->src_off : NULL;
+  r->local_cuda = a->size && src->cuda;
   r->size = a->size;
-  r->win = dst->id;
+  r->win = a->size ? dst->id : GP_NO_WIN;
   r->roff = a->dst_off;
   if (a->signal) {
     r->signal = true;

@@ -9,8 +9,9 @@
  *
  * Phases, each ending in a barrier (waiters keep calling rmaProgress: peers need our progress):
  *   1 puts     every rank puts spans of 0 B, 1 B, small, over one slot, a few MiB at random offsets
- *              to every rank (itself included), then ONE put+signal INC; the target waits for the
- *              signal only and then checks every span: strong ordering (data before signal).
+ *              to every rank (itself included), then ONE signal-only INC (0 bytes, NULL window
+ *              handles, as NCCL's barriers); the target waits for the signal only and then checks
+ *              every span: strong ordering (data before signal).
  *   2 add      every rank put+signals ADD (src+1)*1000 (weak) to a shared word on every rank.
  *   3 get      every rank gets a region each peer filled itself; then a flush.
  *   4 refusals bad handles, local range, unaligned signal, GPU memory, double test; a remote
@@ -230,9 +231,10 @@ static int phase_puts(rank_t *R) {
                            &reqs[nreq]) == STRAND_SUCCESS && reqs[nreq], "iput %d -> %d span %d", g_me, t, i);
       nreq++;
     }
-    PT_CHECK(g_rma->iputSignal(g_rctx, 1, 0, R->mh_src, 0, 0, R->mh_data, (uint32_t)t, 8 * (size_t)g_me,
+    /* signal only, no window handles: what NCCL's barriers issue */
+    PT_CHECK(g_rma->iputSignal(g_rctx, 1, 0, NULL, 0, 0, NULL, (uint32_t)t, 8 * (size_t)g_me,
                                R->mh_sig, 777, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[nreq]) == 0 && reqs[nreq],
-             "iputSignal INC %d -> %d", g_me, t);
+             "iputSignal INC %d -> %d (0 bytes, NULL window handles)", g_me, t);
     nreq++;
   }
   /* the target side: wait for each source's signal alone, then every span must be there */

@@ -86,8 +86,18 @@ for ex in 02_gin_alltoall_pure 03_gin_alltoall_hybrid; do
   bin=$(find "$exdir" -maxdepth 1 -type f -perm -u+x | head -1)
   echo "## NCCL $tag $ex through strand-$plugin, $ngpu GPUs (one thread each)"
   log=$build/log.gin.$ex
+  # line-buffered, so that a run killed by the timeout still shows how far it got; a run still
+  # going after the timeout gets its threads' stacks dumped (gdb, when the machine has it)
   NTHREADS=$ngpu NCCL_NET_PLUGIN="$so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-    timeout ${E2E_TIMEOUT:-120} "$bin" >"$log" 2>&1 || { echo "exit status $?"; rc=1; }
+    stdbuf -oL -eL "$bin" >"$log" 2>&1 &
+  pid=$!
+  for ((t = 0; t < ${E2E_TIMEOUT:-120}; t++)); do kill -0 $pid 2>/dev/null || break; sleep 1; done
+  if kill -0 $pid 2>/dev/null; then
+    echo "timed out after ${E2E_TIMEOUT:-120} s"
+    command -v gdb >/dev/null && gdb -p $pid -batch -ex 'thread apply all bt 12' >"$log.stacks" 2>&1
+    kill -9 $pid; rc=1
+  fi
+  wait $pid || { echo "exit status $?"; rc=1; }
   grep -E 'GIN|RMA|gin_proxy|NET/Plugin|Using network|PASSED|FAILED|mismatch|WARN|rror' "$log" | grep -v 'NCCL_' | sort | uniq -c | sort -rn | head -40
   grep -q 'PASSED' "$log" && ! grep -q 'FAILED' "$log" || rc=1
 done
