@@ -384,7 +384,8 @@ void sk_comm_free(sk_comm_t *c) {
     free(c->streams[i]);
   }
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
-  strand_pool_destroy(c->type == SK_COMM_SEND ? &c->reqs : &c->slots);
+  /* NCCL may close a comm with requests in flight (gin_proxy always has receives posted). */
+  strand_pool_destroy_in_flight(c->type == SK_COMM_SEND ? &c->reqs : &c->slots);
   free(c->tx);
   free(c->rx);
   free(c);

@@ -57,16 +57,25 @@ strand_result_t strand_pool_init(strand_pool_t *pool, const char *name, size_t e
   return STRAND_SUCCESS;
 }
 
-void strand_pool_destroy(strand_pool_t *pool) {
-  if (pool == NULL || !pool->initialized) return;
-  if (pool->used != 0)
-    STRAND_WARN("pool %s: destroyed with %u of %u elements still in use", pool->name, pool->used,
-                pool->capacity);
+static void pool_free(strand_pool_t *pool) {
   if (pool->flags & STRAND_POOL_THREAD_SAFE) pthread_mutex_destroy(&pool->lock);
   free(pool->base);
   free(pool->free_stack);
   free(pool->in_use);
   memset(pool, 0, sizeof(*pool));
+}
+
+void strand_pool_destroy(strand_pool_t *pool) {
+  if (pool == NULL || !pool->initialized) return;
+  if (pool->used != 0)
+    STRAND_WARN("pool %s: destroyed with %u of %u elements still in use", pool->name, pool->used,
+                pool->capacity);
+  pool_free(pool);
+}
+
+void strand_pool_destroy_in_flight(strand_pool_t *pool) {
+  if (pool == NULL || !pool->initialized) return;
+  pool_free(pool);
 }
 
 void *strand_pool_get(strand_pool_t *pool) {

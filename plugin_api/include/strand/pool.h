@@ -66,6 +66,9 @@ strand_result_t strand_pool_init(strand_pool_t *pool, const char *name, size_t e
 /* Free the storage. Elements still in use are reported in one WARN (count) and freed anyway.
  * Destroying a zeroed or already destroyed pool is a no-op. */
 void strand_pool_destroy(strand_pool_t *pool);
+/* The same, for an owner whose elements may legitimately still be in use: a comm closed with
+ * requests in flight, which NCCL may do (spec §6.9). They are freed with the pool, without a WARN. */
+void strand_pool_destroy_in_flight(strand_pool_t *pool);
 
 /* An unused element, or NULL when all `capacity` are in use (no WARN: callers decide whether
  * exhaustion is an error). Its bytes are what the last user left (zeroed on first use), unless
