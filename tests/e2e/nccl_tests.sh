@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # sourced by run_e2e.sh, which sets the variables
 # tests/e2e/nccl_tests.sh — `run_e2e.sh nccl-tests`: NVIDIA's nccl-tests through the built-in Socket
 # and every Strand plugin built here, one comparison table. Sourced by run_e2e.sh after it has built
 # the plugins and found NCCL and CUDA (nccl_inc, nccl_lib, nccl_so, cuda, build, plugin_dirs,
@@ -71,7 +72,7 @@ else
   echo "# strand-ib left out: no softverbs libibverbs.so.1 in $sv_dir (tests/e2e/carry_softverbs.sh)"
 fi
 (( have_ofi )) || echo "# strand-ofi left out: not built (no libfabric: tests/e2e/carry_libfabric.sh)"
-nt_ops=(${NT_OPS:-all_reduce all_gather reduce_scatter alltoall sendrecv})
+read -r -a nt_ops <<<"${NT_OPS:-all_reduce all_gather reduce_scatter alltoall sendrecv}"
 nt_args=(-b "${NT_MINBYTES:-8}" -e "${NT_MAXBYTES:-128M}" -f "${NT_STEP:-8}" -n "${NT_ITERS:-20}"
          -w "${NT_WARMUP:-5}" -c 1)
 nt_base_ld=$nt/mini-mpi/lib:$nt/nccl-home/lib:$plugin_dirs:$build/net_ib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
