@@ -165,6 +165,7 @@ typedef struct ib_req {
   int imm_need, imm_got;
   bool imm_inline;
   uint32_t imm_size;
+  void *prof[IB_MAX_RECVS];  /* profiler event of each message (strand/profiler.h); NULL: none */
 } ib_req_t;
 
 struct ib_mh;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "ib.h"
+#include "strand/profiler.h"
 
 /* wr_id: kind in the top byte, then two small numbers. */
 enum { WR_GROUP = 1, WR_CTS = 2, WR_RECV = 3, WR_FLUSH = 4 };
@@ -297,9 +298,21 @@ static ib_req_t *sreq_get(ib_comm_t *c) {
   return NULL;
 }
 
+/* Profiler START of one message: the IB layout (strand/profiler.h). wr_id/opcode name the work
+ * request that carries it; the QP is the connection's first (the group may spread over several). */
+static void prof_start(const ib_comm_t *c, void **event, void *parent, uint64_t wr_id, int opcode,
+                       size_t length) {
+  strand_profiler_ib_descr_v1_t d = {.type = STRAND_PROFILE_QP};
+  d.qp.device = c->devidx;
+  d.qp.wr_id = wr_id;
+  d.qp.opcode = opcode;
+  d.qp.qpNum = (int)c->qps[0]->qp_num;
+  d.qp.length = length;
+  strand_profiler_start(event, parent, STRAND_PROFILER_NET_ID_IB, &d);
+}
+
 strand_result_t ib_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                          void *phandle, void **request) {
-  (void)phandle;
   ib_comm_t *c = sendComm;
   if (!c || !request || c->kind != IB_COMM_SEND) return STRAND_INVALID_ARGUMENT;
   *request = NULL;
@@ -362,6 +375,8 @@ strand_result_t ib_isend(void *sendComm, void *data, size_t size, int tag, void 
   }
   g->matched++;
   c->outstanding++;
+  if (strand_profiler_wanted(phandle))
+    prof_start(c, &r->prof[0], phandle, WR_ID(WR_GROUP, slot, 0), IBV_WR_RDMA_WRITE_WITH_IMM, size);
   if (g->matched == g->n) {
     post_group(c, slot);
     c->cts_seq++;
@@ -376,7 +391,6 @@ strand_result_t ib_isend(void *sendComm, void *data, size_t size, int tag, void 
 
 strand_result_t ib_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
                          void **mhandles, void **phandles, void **request) {
-  (void)phandles;
   ib_comm_t *c = recvComm;
   if (!c || !request || c->kind != IB_COMM_RECV || n < 1 || n > IB_MAX_RECVS || !data || !sizes ||
       !tags || !mhandles)
@@ -429,6 +443,10 @@ strand_result_t ib_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
   r->seq = c->recv_seq;
   c->recv_seq++;
   c->outstanding++;
+  if (phandles != NULL)
+    for (int i = 0; i < n; i++)
+      if (strand_profiler_wanted(phandles[i]))
+        prof_start(c, &r->prof[i], phandles[i], wr.wr_id, IBV_WR_RDMA_WRITE, sizes[i]);
   *request = r;
   return STRAND_SUCCESS;
 }
@@ -525,6 +543,7 @@ strand_result_t ib_test(void *request, int *done, int *sizes) {
   *done = 1;
   if (sizes)
     for (int i = 0; i < r->n; i++) sizes[i] = r->sizes[i];
+  for (int i = 0; i < r->n; i++) strand_profiler_stop(&r->prof[i]);
   r->kind = IB_REQ_FREE;
   r->reported = true;
   c->outstanding--;

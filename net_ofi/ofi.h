@@ -141,6 +141,7 @@ struct ofi_req {
   void *descs[OFI_MAX_RECVS];
   uint64_t tags[OFI_MAX_RECVS];
   ofi_sub_t subs[OFI_MAX_RECVS];
+  void *prof[OFI_MAX_RECVS]; /* profiler event of each message (strand/profiler.h); NULL: none */
 };
 
 /* Per-NCCL-tag sequence counters: few distinct tags per comm (one per local sender rank). */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "ofi.h"
+#include "strand/profiler.h"
 #include "strand/collnet_stub.h"
 #include "strand/gin_proxy.h"
 #include "strand/lifetime.h"
@@ -48,8 +49,9 @@ STRAND_LIFETIME(ofi_life, ofi_setup, ofi_teardown, NULL);
 
 static strand_result_t ofi_init(void **ctx, uint64_t commId, strand_comm_config_t *config,
                                 strand_logger_t logFunction, strand_profiler_cb_t profFunction) {
-  (void)config, (void)profFunction;
+  (void)config;
   if (!ctx) return STRAND_INVALID_ARGUMENT;
+  strand_profiler_set(profFunction); /* net-plugin events of isend/irecv/test (ofi_xfer.c) */
   *ctx = NULL;
   strand_log_init(logFunction);
   strand_log_set_prefix(OFI_PLUGIN_NAME);

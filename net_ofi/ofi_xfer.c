@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ofi.h"
+#include "strand/profiler.h"
 
 static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e);
 
@@ -149,9 +150,17 @@ static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
 
 /* ---- send ---- */
 
+/* Profiler START of one message: the socket layout (strand/profiler.h), fd -1 (no descriptor). */
+static void prof_start(void **event, void *parent, int op, size_t length) {
+  strand_profiler_sock_descr_v1_t d = {.type = STRAND_PROFILE_SOCKET};
+  d.sock.fd = -1;
+  d.sock.op = op;
+  d.sock.length = length;
+  strand_profiler_start(event, parent, STRAND_PROFILER_NET_ID_SOCK, &d);
+}
+
 strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                           void *phandle, void **request) {
-  (void)phandle;
   ofi_comm_t *c = sendComm;
   if (!c || !request || c->kind != OFI_COMM_SEND) {
     STRAND_WARN("isend: invalid argument (comm %p, request %p)", sendComm, (void *)request);
@@ -182,6 +191,8 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   }
   if (rc == 0) {
     (*seq)++;
+    if (strand_profiler_wanted(phandle))
+      prof_start(&r->prof[0], phandle, STRAND_PROFILE_SOCK_SEND, size);
     r->posted = 1;
     c->outstanding++;
     c->eagain_since_ms = 0;
@@ -231,7 +242,6 @@ static int post_recv_slots(ofi_req_t *r) {
 
 strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
                           void **mhandles, void **phandles, void **request) {
-  (void)phandles;
   ofi_comm_t *c = recvComm;
   if (!c || !request || c->kind != OFI_COMM_RECV || n < 1 || n > OFI_MAX_RECVS || !data ||
       !sizes || !tags) {
@@ -286,6 +296,10 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
              fi_strerror(-rc));
     r->n = r->posted; /* what was posted still completes; test() reports the error */
   }
+  if (phandles != NULL)
+    for (int i = 0; i < r->n; i++)
+      if (strand_profiler_wanted(phandles[i]))
+        prof_start(&r->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
   *request = r;
 out:
   pthread_mutex_unlock(&d->lock);
@@ -386,6 +400,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
       else
         for (int i = 0; i < r->n; i++) sizes[i] = r->sizes[i];
     }
+    for (int i = 0; i < r->n; i++) strand_profiler_stop(&r->prof[i]);
     req_put(r);
   }
   pthread_mutex_unlock(&d->lock);

@@ -134,6 +134,7 @@ typedef struct sk_send_req {
   uint8_t slot, idx;
   uint64_t ctrl_end; /* done only once tx_written reaches this: header (+ inline payload) left */
   struct sk_send_req *next_pending; /* proxy: FIFO of requests not fully chunked */
+  void *prof; /* profiler event of this send (strand/profiler.h); NULL: none */
 } sk_send_req_t;
 
 typedef struct {
@@ -155,6 +156,7 @@ typedef struct sk_recv_slot {
   int nlarge;                /* entries whose payload may come over the data streams */
   uint64_t unpack_seq;       /* unpack mode: this receive's ring sequence number */
   sk_recv_entry_t e[SK_MAX_RECVS];
+  void *prof[SK_MAX_RECVS]; /* profiler event of each receive; NULL: none */
 } sk_recv_slot_t;
 
 typedef struct {

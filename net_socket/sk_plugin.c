@@ -10,6 +10,7 @@
 #include "strand/gin_proxy.h"
 #include "strand/lifetime.h"
 #include "strand/log.h"
+#include "strand/profiler.h"
 
 /* Properties' latency estimate (µs): half of the 8-byte ping-pong round trip measured over
  * loopback on the CI-class machine (docs/benchmarks/socket.md); a physical NIC adds its own. */
@@ -22,8 +23,8 @@ STRAND_LIFETIME(sk_life, sk_dev_setup, sk_dev_teardown, sk_comm_count);
 
 static strand_result_t sk_init(void **ctx, uint64_t commId, strand_comm_config_t *config,
                                strand_logger_t logger, strand_profiler_cb_t prof) {
-  (void)prof;
   if (ctx == NULL) return STRAND_INVALID_ARGUMENT;
+  strand_profiler_set(prof); /* net-plugin events of isend/irecv/test (sk_xfer.c) */
   *ctx = NULL;
   strand_log_init(logger);
   strand_log_set_prefix(SK_PLUGIN_NAME);

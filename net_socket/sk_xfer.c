@@ -17,6 +17,7 @@
 
 #include "sk.h"
 #include "strand/log.h"
+#include "strand/profiler.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -417,10 +418,18 @@ static void consume_cts(sk_comm_t *c, uint32_t pos, int idx) {
     c->cts_head++;
 }
 
+/* Profiler START of one message (strand/profiler.h: socket layout, fd = the control socket). */
+static void prof_start(const sk_comm_t *c, void **event, void *parent, int op, size_t length) {
+  strand_profiler_sock_descr_v1_t d = {.type = STRAND_PROFILE_SOCKET};
+  d.sock.fd = c->ctrl_fd;
+  d.sock.op = op;
+  d.sock.length = length;
+  strand_profiler_start(event, parent, STRAND_PROFILER_NET_ID_SOCK, &d);
+}
+
 strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                          void *phandle, void **request) {
   (void)mhandle;
-  (void)phandle;
   if (request == NULL) return STRAND_INVALID_ARGUMENT;
   *request = NULL;
   sk_comm_t *c = sendComm;
@@ -473,11 +482,15 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
   r->slot = e->slot;
   r->idx = (uint8_t)idx;
   r->next_pending = NULL;
+  r->prof = NULL;
+  if (strand_profiler_wanted(phandle))
+    prof_start(c, &r->prof, phandle, STRAND_PROFILE_SOCK_SEND, size);
   const bool inl = size <= c->inline_max;
   sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
                      .is_inline = inl, .seq = e->seq, .size = size};
   consume_cts(c, pos, idx);
   if (!ctrl_send(c, &h, sizeof h, data, inl ? size : 0)) {
+    strand_profiler_stop(&r->prof);
     strand_pool_put(&c->reqs, r);
     return report(c, "isend");
   }
@@ -504,7 +517,6 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
 
 strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
                          void **mhandles, void **phandles, void **request) {
-  (void)phandles;
   if (request == NULL) return STRAND_INVALID_ARGUMENT;
   /* A v9+ core may pre-store NCCL_NET_OPTIONAL_RECV_COMPLETION here (LL/LL128, n == 1): the GPU
    * polls flags in the data itself. TCP still has to land every byte, and the receive slot must
@@ -577,6 +589,9 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
     atomic_store_explicit(&e->bytes_done, 0, memory_order_relaxed);
     msg.e[i].size = sizes[i];
     msg.e[i].tag = e->tag;
+    s->prof[i] = NULL;
+    if (phandles != NULL && strand_profiler_wanted(phandles[i]))
+      prof_start(c, &s->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
   }
   /* Publish the slot before the sender can learn of it: workers check active_seq (acquire). */
   atomic_store_explicit(&s->active_seq, s->seq + 1, memory_order_release);
@@ -584,6 +599,7 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
   if (!ctrl_send(c, &msg, sizeof msg.h + (size_t)n * sizeof msg.e[0], NULL, 0)) {
     c->large_posted -= s->nlarge;
     atomic_store_explicit(&s->active_seq, 0, memory_order_relaxed);
+    for (int i = 0; i < n; i++) strand_profiler_stop(&s->prof[i]);
     strand_pool_put(&c->slots, s);
     return report(c, "irecv");
   }
@@ -617,6 +633,7 @@ static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   if (send_complete(r)) {
     *done = 1;
     if (sizes) sizes[0] = (int)r->size;
+    strand_profiler_stop(&r->prof);
     strand_pool_put(&c->reqs, r);
     return STRAND_SUCCESS;
   }
@@ -628,6 +645,7 @@ static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   if (send_complete(r)) {
     *done = 1;
     if (sizes) sizes[0] = (int)r->size;
+    strand_profiler_stop(&r->prof);
     strand_pool_put(&c->reqs, r);
   }
   return STRAND_SUCCESS;
@@ -678,6 +696,7 @@ static strand_result_t test_recv(sk_recv_slot_t *s, int *done, int *sizes) {
   if (sizes)
     for (int i = 0; i < s->n; i++) sizes[i] = (int)s->e[i].size;
   c->large_posted -= s->nlarge;
+  for (int i = 0; i < s->n; i++) strand_profiler_stop(&s->prof[i]);
   atomic_store_explicit(&s->active_seq, 0, memory_order_release);
   strand_pool_put(&c->slots, s);
   return STRAND_SUCCESS;

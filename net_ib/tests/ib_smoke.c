@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "plugin_test.h"
+#include "strand/profiler.h"
 #include "strand/abi/abi.h"
 
 #define SMOKE_TIMEOUT_S 20
@@ -546,6 +547,11 @@ static int case_peerkill(const char *self, const char *plugin) {
   return r;
 }
 
+/* Profiler events (tests/common: pt_profiler_case): IB layout (strand/profiler.h). */
+static int case_profiler(void) {
+  return pt_profiler_case(net, 0, STRAND_PROFILER_NET_ID_IB, SMOKE_TIMEOUT_S);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PLUGIN.so [case]\n", argv[0]);
@@ -586,7 +592,8 @@ int main(int argc, char **argv) {
   } cases[] = {{"props", case_props, true},     {"transfer", case_transfer, true},
                {"group", case_group, true},     {"oversize", case_oversize, true},
                {"regcache", case_regcache, true}, {"flush", case_flush, true},
-               {"vdevice", case_vdevice, true}, {"portdown", case_portdown, false},
+               {"vdevice", case_vdevice, true}, {"profiler", case_profiler, true},
+               {"portdown", case_portdown, false},
                {"qperror", case_qperror, false}, {"rkey", case_rkey, false},
                {"fatal", case_fatal, false}};
   int ran = 0;

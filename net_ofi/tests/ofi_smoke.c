@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "plugin_test.h"
+#include "strand/profiler.h"
 #include "strand/abi/abi.h"
 
 static strand_net_v12_t *net;
@@ -346,6 +347,16 @@ static int test_close_inflight(void) {
   return 0;
 }
 
+/* Profiler events through the callback of a v10+ init (tests/common: pt_profiler_case), socket
+ * layout (strand/profiler.h). The helper takes the v11 table: same plugin, same functions. */
+static int test_profiler(const char *path) {
+  const strand_net_v11_t *v11 = pt_load_table(path, "ncclNetPlugin_v11");
+  PT_CHECK(v11 != NULL, "ncclNetPlugin_v11");
+  if (pt_profiler_case(v11, 0, STRAND_PROFILER_NET_ID_SOCK, BOUND_S) != 0) return -1;
+  printf("ok profiler\n");
+  return 0;
+}
+
 static int load(const char *path) {
   net = pt_load_table(path, "ncclNetPlugin_v12");
   if (!net) return -1;
@@ -501,6 +512,7 @@ int main(int argc, char **argv) {
   test_bad_connects();
   test_close_inflight();
   test_truncation();
+  test_profiler(argv[1]);
   test_peer_death("/proc/self/exe", argv[1], 1);
   test_peer_death("/proc/self/exe", argv[1], 0);
   PT_CHECK(net->finalize(ctx) == 0, "finalize");

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "plugin_test.h"
+#include "strand/profiler.h"
 #include "strand/abi/abi.h"
 
 #define SMOKE_TIMEOUT_S 20
@@ -304,6 +305,11 @@ static int case_window(void) {
   net->closeSend(sc);
   net->closeRecv(rc_);
   return 0;
+}
+
+/* Profiler events (tests/common: pt_profiler_case): socket layout, fd = the control socket. */
+static int case_profiler(void) {
+  return pt_profiler_case(net, 0, STRAND_PROFILER_NET_ID_SOCK, SMOKE_TIMEOUT_S);
 }
 
 static int case_oversize(void) {
@@ -897,7 +903,7 @@ int main(int argc, char **argv) {
     bool is_hostile;
   } cases[] = {{"props", case_props, false},       {"transfer", case_transfer, false},
                {"group", case_group, false},       {"window", case_window, false},
-               {"reuse", case_reuse, false},
+               {"reuse", case_reuse, false},       {"profiler", case_profiler, false},
                {"oversize", case_oversize, false}, {"stranger", case_stranger, false},
                {"strangers_flood", case_strangers_flood, true},
                {"forged_handle", case_forged_handle, true},

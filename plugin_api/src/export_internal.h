@@ -45,6 +45,13 @@ extern STRAND_EXPORT_SYMBOL strand_tuner_v3_t ncclTunerPlugin_v3;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v4_t ncclTunerPlugin_v4;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v5_t ncclTunerPlugin_v5;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v6_t ncclTunerPlugin_v6;
+extern STRAND_EXPORT_SYMBOL strand_tuner_v7_t ncclTunerPlugin_v7;
+/* v5 <-> v7 tuner constants (export_tuner.c): latencies whole, compute-capability rows 0..3;
+ * v5_to_v7 zeroes row 4. */
+void strand_export_tuner_constants_v5_to_v7(strand_tuner_constants_v7_t *d,
+                                            const strand_tuner_constants_v5_t *s);
+void strand_export_tuner_constants_v7_to_v5(strand_tuner_constants_v5_t *d,
+                                            const strand_tuner_constants_v7_t *s);
 /* Defined in export_rma.c / export_gin.c, linked in only with STRAND_RMA_PLUGIN. */
 extern STRAND_EXPORT_SYMBOL strand_rma_v13_t ncclRmaPlugin_v13;
 extern STRAND_EXPORT_SYMBOL strand_rma_v14_t ncclRmaPlugin_v14;

@@ -1,5 +1,5 @@
-/* Strand SDK — the tuner export layer: ncclTunerPlugin_v2 .. ncclTunerPlugin_v6 from the plugin's
- * one v6-semantics tuner table (strand_plugin_tuner); spec §11.
+/* Strand SDK — the tuner export layer: ncclTunerPlugin_v2 .. ncclTunerPlugin_v7 from the plugin's
+ * one v7-semantics tuner table (strand_plugin_tuner); spec §11.
  *
  * Same construction as export_net.c: zero-initialised tables filled by a constructor at dlopen
  * time. Unlike the net tables, every getCollInfo goes through a guard (guarded_collinfo): the core
@@ -9,6 +9,9 @@
  *
  * Contexts: every version's init creates one plugin context per communicator, so no sharing is
  * needed; v2..v4 cores have no comm id (0 is passed), no NVLink info and no constants (NULL).
+ * v5/v6 cores hand a v5 constants block (4 compute-capability rows); the plugin gets a v7 copy
+ * (row 4 zero) and what it leaves in the shared part is copied back (constants_v5_to_v7 / _v7_to_v5,
+ * the conversion NCCL itself does between the two).
  *
  * This object is only linked into a plugin that writes STRAND_TUNER_PLUGIN(); it must not
  * reference the net or CollNet export objects. */
@@ -28,6 +31,7 @@ STRAND_EXPORT_SYMBOL strand_tuner_v3_t ncclTunerPlugin_v3;
 STRAND_EXPORT_SYMBOL strand_tuner_v4_t ncclTunerPlugin_v4;
 STRAND_EXPORT_SYMBOL strand_tuner_v5_t ncclTunerPlugin_v5;
 STRAND_EXPORT_SYMBOL strand_tuner_v6_t ncclTunerPlugin_v6;
+STRAND_EXPORT_SYMBOL strand_tuner_v7_t ncclTunerPlugin_v7;
 
 static _Atomic int core_version;
 /* One WARN per kind of tuner mistake per process: getCollInfo runs for every collective. */
@@ -48,10 +52,47 @@ void strand_export_tuner_reset_for_test(void) {
 
 static strand_result_t init_as(int version, void **ctx, uint64_t commId, size_t nRanks,
                                size_t nNodes, strand_logger_t logger,
-                               strand_nvl_domain_info_v6_t *nvl, strand_tuner_constants_v6_t *k) {
+                               strand_nvl_domain_info_v7_t *nvl, strand_tuner_constants_v7_t *k) {
   strand_export_set_logger(logger);
   atomic_store(&core_version, version);
   return PLUGIN->init(ctx, commId, nRanks, nNodes, logger, nvl, k);
+}
+
+/* v5 <-> v7 constants: the latencies whole, rows 0..3 of every per-compute-capability table. */
+#define ROWS_V5 (STRAND_TUNER_NUM_COMPCAPS * STRAND_TUNER_NUM_TUNING_SCALES * sizeof(double))
+void strand_export_tuner_constants_v5_to_v7(strand_tuner_constants_v7_t *d,
+                                            const strand_tuner_constants_v5_t *s) {
+  memset(d, 0, sizeof *d);
+  memcpy(d->baseLatencies, s->baseLatencies, sizeof d->baseLatencies);
+  memcpy(d->hwLatencies, s->hwLatencies, sizeof d->hwLatencies);
+  memcpy(d->llMaxBws, s->llMaxBws, ROWS_V5);
+  memcpy(d->perChMaxRingLL128Bws, s->perChMaxRingLL128Bws, ROWS_V5);
+  memcpy(d->perChMaxTreeLL128Bws, s->perChMaxTreeLL128Bws, ROWS_V5);
+  memcpy(d->perChMaxTreeBws, s->perChMaxTreeBws, ROWS_V5);
+  memcpy(d->perChMaxNVLSTreeBws, s->perChMaxNVLSTreeBws, ROWS_V5);
+}
+void strand_export_tuner_constants_v7_to_v5(strand_tuner_constants_v5_t *d,
+                                            const strand_tuner_constants_v7_t *s) {
+  memcpy(d->baseLatencies, s->baseLatencies, sizeof d->baseLatencies);
+  memcpy(d->hwLatencies, s->hwLatencies, sizeof d->hwLatencies);
+  memcpy(d->llMaxBws, s->llMaxBws, ROWS_V5);
+  memcpy(d->perChMaxRingLL128Bws, s->perChMaxRingLL128Bws, ROWS_V5);
+  memcpy(d->perChMaxTreeLL128Bws, s->perChMaxTreeLL128Bws, ROWS_V5);
+  memcpy(d->perChMaxTreeBws, s->perChMaxTreeBws, ROWS_V5);
+  memcpy(d->perChMaxNVLSTreeBws, s->perChMaxNVLSTreeBws, ROWS_V5);
+}
+
+/* v5/v6 init: the plugin sees a v7 copy of the core's v5 block; its changes go back. */
+static strand_result_t init_v5_block(int version, void **ctx, uint64_t commId, size_t nRanks,
+                                     size_t nNodes, strand_logger_t logger,
+                                     strand_nvl_domain_info_v5_t *nvl,
+                                     strand_tuner_constants_v5_t *k) {
+  if (k == NULL) return init_as(version, ctx, commId, nRanks, nNodes, logger, nvl, NULL);
+  strand_tuner_constants_v7_t k7;
+  strand_export_tuner_constants_v5_to_v7(&k7, k);
+  strand_result_t rc = init_as(version, ctx, commId, nRanks, nNodes, logger, nvl, &k7);
+  strand_export_tuner_constants_v7_to_v5(k, &k7);
+  return rc;
 }
 
 /* v2..v4: init(nRanks, nNodes, logger, &ctx). */
@@ -67,12 +108,17 @@ static strand_result_t v4_init(size_t nRanks, size_t nNodes, strand_logger_t log
 static strand_result_t v5_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                                strand_logger_t logger, strand_nvl_domain_info_v5_t *nvl,
                                strand_tuner_constants_v5_t *k) {
-  return init_as(5, ctx, commId, nRanks, nNodes, logger, nvl, k);
+  return init_v5_block(5, ctx, commId, nRanks, nNodes, logger, nvl, k);
 }
 static strand_result_t v6_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                                strand_logger_t logger, strand_nvl_domain_info_v6_t *nvl,
                                strand_tuner_constants_v6_t *k) {
-  return init_as(6, ctx, commId, nRanks, nNodes, logger, nvl, k);
+  return init_v5_block(6, ctx, commId, nRanks, nNodes, logger, nvl, k);
+}
+static strand_result_t v7_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                               strand_logger_t logger, strand_nvl_domain_info_v7_t *nvl,
+                               strand_tuner_constants_v7_t *k) {
+  return init_as(7, ctx, commId, nRanks, nNodes, logger, nvl, k);
 }
 
 /* ---- getCollInfo, guarded ---- */
@@ -145,7 +191,7 @@ static strand_result_t v2_getCollInfo(void *ctx, strand_tuner_func_t func, size_
                                               STRAND_TUNER_NUM_PROTOCOLS, 0, nChannels);
 }
 
-/* v6 getChunkSize: NCCL rounds the answer down to its grain and clamps it from above only, so a
+/* v6/v7 getChunkSize: NCCL rounds the answer down to its grain and clamps it from above only, so a
  * zero would leave it with a chunk of nothing; keep NCCL's value instead. */
 static strand_result_t v6_getChunkSize(void *ctx, strand_tuner_func_t func, size_t nBytes, int algo,
                                        int proto, int nChannels, size_t *chunkSize) {
@@ -193,6 +239,13 @@ void strand_export_tuner_fill_tables(void) {
   ncclTunerPlugin_v6 = (strand_tuner_v6_t){
       .name = p->name,
       .init = v6_init,
+      .getCollInfo = strand_export_tuner_guarded_collinfo,
+      .finalize = p->finalize,
+      .getChunkSize = p->getChunkSize != NULL ? v6_getChunkSize : NULL,
+  };
+  ncclTunerPlugin_v7 = (strand_tuner_v7_t){
+      .name = p->name,
+      .init = v7_init,
       .getCollInfo = strand_export_tuner_guarded_collinfo,
       .finalize = p->finalize,
       .getChunkSize = p->getChunkSize != NULL ? v6_getChunkSize : NULL,

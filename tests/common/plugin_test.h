@@ -68,4 +68,14 @@ int pt_connect_pair(const pt_net_t *net, void *ctx, int dev, void **send_comm, v
 #define PT_TIMEOUT (-2)
 int pt_wait(const pt_net_t *net, void *req, int *sizes, double bound_s);
 
+/* Profiler events (strand/profiler.h): inits a second context with a recording profiler
+ * callback, connects a pair on dev, and sends single messages (8 B, 5000 B, 1 MiB, each direction
+ * with its own parent handle), one message with NULL phandles, and, when the device reports
+ * maxRecvs >= 2, a grouped receive of two. Checks one START per message with the parent handle,
+ * plugin_id `want_id`, the descriptor's type and length, no event without a parent, and that each
+ * event is STOPped exactly once, by the test() that reports the message done. Then inits a third
+ * context with no callback and checks that a message with parents reports nothing. Both contexts
+ * are finalized. Returns 0 or -1 (counted). */
+int pt_profiler_case(const strand_net_v11_t *net, int dev, int64_t want_id, double bound_s);
+
 #endif

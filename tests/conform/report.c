@@ -352,6 +352,105 @@ static int write_junit(const conform_run_result_t *run, const char *path) {
   return fclose(f);
 }
 
+/* --compact: the skips, one line per distinct reason, most frequent first:
+ *   SKIP  6  v12  unpack.{handle,lockstep,zero-byte}: not applicable: ...
+ * (count, the ABI versions, the check ids: consecutive ids of one family share their prefix). */
+static void append(char *buf, size_t cap, size_t *len, const char *text, size_t n) {
+  if (*len + n + 1 > cap) n = *len + 1 < cap ? cap - *len - 1 : 0;
+  memcpy(buf + *len, text, n);
+  *len += n;
+  buf[*len] = '\0';
+}
+
+static void print_skip_groups(FILE *o, const conform_run_result_t *run) {
+  int n = run->n_rows;
+  int *group = malloc((size_t)(n > 0 ? n : 1) * sizeof *group); /* row -> its group's first row */
+  int *firsts = malloc((size_t)(n > 0 ? n : 1) * sizeof *firsts);
+  int *counts = malloc((size_t)(n > 0 ? n : 1) * sizeof *counts);
+  if (!group || !firsts || !counts) {
+    free(group), free(firsts), free(counts);
+    return;
+  }
+  int ng = 0;
+  for (int i = 0; i < n; i++) {
+    group[i] = -1;
+    if (run->rows[i].status != CONFORM_SKIP) continue;
+    for (int g = 0; g < ng && group[i] < 0; g++)
+      if (strcmp(run->rows[firsts[g]].msg, run->rows[i].msg) == 0) {
+        group[i] = firsts[g];
+        counts[g]++;
+      }
+    if (group[i] < 0) {
+      group[i] = i;
+      firsts[ng] = i;
+      counts[ng++] = 1;
+    }
+  }
+  /* Most frequent reason first; ties keep the order of the checks. */
+  for (int a = 1; a < ng; a++)
+    for (int b = a; b > 0 && counts[b] > counts[b - 1]; b--) {
+      int t = counts[b]; counts[b] = counts[b - 1]; counts[b - 1] = t;
+      t = firsts[b]; firsts[b] = firsts[b - 1]; firsts[b - 1] = t;
+    }
+  for (int g = 0; g < ng; g++) {
+    /* The versions, newest first, and the distinct ids in check order. */
+    char vers[64] = "", ids[1024] = "";
+    size_t vl = 0, il = 0;
+    for (int v = 64; v >= 0; v--) {
+      bool has = false;
+      for (int i = 0; i < n && !has; i++) has = group[i] == firsts[g] && run->rows[i].version == v;
+      if (!has) continue;
+      char t[16];
+      int k = snprintf(t, sizeof t, "%sv%d", vl ? "," : "", v);
+      append(vers, sizeof vers, &vl, t, (size_t)k);
+    }
+    const char *prev_family = NULL;
+    size_t prev_family_len = 0;
+    bool open_brace = false;
+    for (int i = 0; i < n; i++) {
+      if (group[i] != firsts[g]) continue;
+      const char *id = row_id(&run->rows[i]);
+      bool seen = false;
+      for (int j = 0; j < i && !seen; j++)
+        seen = group[j] == firsts[g] && strcmp(row_id(&run->rows[j]), id) == 0;
+      if (seen) continue;
+      const char *dot = strchr(id, '.');
+      size_t fl = dot ? (size_t)(dot - id) : 0;
+      /* Does the next distinct id of this group share the family? Then open a brace. */
+      bool same = prev_family && fl && fl == prev_family_len && !strncmp(id, prev_family, fl);
+      if (same) {
+        append(ids, sizeof ids, &il, ",", 1);
+        append(ids, sizeof ids, &il, id + fl + 1, strlen(id + fl + 1));
+        continue;
+      }
+      if (open_brace) append(ids, sizeof ids, &il, "}", 1);
+      open_brace = false;
+      if (il) append(ids, sizeof ids, &il, ", ", 2);
+      bool next_same = false;
+      for (int j = i + 1; j < n && fl; j++) {
+        if (group[j] != firsts[g]) continue;
+        const char *nid = row_id(&run->rows[j]);
+        if (strcmp(nid, id) == 0) continue;
+        next_same = strncmp(nid, id, fl + 1) == 0;
+        break;
+      }
+      if (next_same) {
+        append(ids, sizeof ids, &il, id, fl + 1);
+        append(ids, sizeof ids, &il, "{", 1);
+        append(ids, sizeof ids, &il, id + fl + 1, strlen(id + fl + 1));
+        open_brace = true;
+      } else {
+        append(ids, sizeof ids, &il, id, strlen(id));
+      }
+      prev_family = id;
+      prev_family_len = next_same ? fl : 0;
+    }
+    if (open_brace) append(ids, sizeof ids, &il, "}", 1);
+    fprintf(o, "SKIP  %2d  %s  %s: %s\n", counts[g], vers, ids, run->rows[firsts[g]].msg);
+  }
+  free(group), free(firsts), free(counts);
+}
+
 int conform_report_write(const conform_run_result_t *run) {
   int p, fl, s, warned = 0, no_dev = 0;
   conform_report_counts(run, &p, &fl, &s);
@@ -382,7 +481,8 @@ int conform_report_write(const conform_run_result_t *run) {
     int w = 10;
     for (int i = 0; i < run->n_rows; i++)
       if ((int)strlen(row_id(&run->rows[i])) > w) w = (int)strlen(row_id(&run->rows[i]));
-    /* --compact: failures in full, skips on one line, passes only in the count line. */
+    /* --compact: failures in full, then the skips grouped by reason (print_skip_groups), passes
+     * only in the count line. */
     if (!conform_opts.compact)
       fprintf(o, "%-4s  %-4s  %-*s  %7s  %s\n", "", "ABI", w, "check", "time", "clause / details");
     int shown_no_dev = 0;
@@ -394,10 +494,7 @@ int conform_report_write(const conform_run_result_t *run) {
         continue;
       /* 0 devices: said once (the first such row, and the line before the counts). */
       if (row_no_devices(r) && shown_no_dev++) continue;
-      if (conform_opts.compact && r->status == CONFORM_SKIP) {
-        fprintf(o, "SKIP  v%-3d  %s: %s\n", r->version, row_id(r), r->msg);
-        continue;
-      }
+      if (conform_opts.compact && r->status == CONFORM_SKIP) continue;
       fprintf(o, "%-4s  v%-3d  %-*s  %6.2fs  %s\n", row_warned(r) ? "WARN" : status_str(r->status), r->version, w,
               row_id(r), r->seconds, r->check ? r->check->clause : "");
       if (r->msg[0]) fprintf(o, "%s%s\n", indent, r->msg);
@@ -405,6 +502,7 @@ int conform_report_write(const conform_run_result_t *run) {
       row_log(o, indent, r);
       indent[strlen(indent) - 2] = '\0';
     }
+    if (conform_opts.compact) print_skip_groups(o, run);
   }
   if (run->fatal[0]) fprintf(o, "%srun stopped: %s\n", conform_opts.tap ? "# " : "", run->fatal);
   const char *pre = conform_opts.tap ? "# " : "";

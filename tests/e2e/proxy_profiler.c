@@ -14,6 +14,14 @@
  * for (the activation mask; NCCL then also starts their proxy-op events, which get a handle and
  * nothing else), so the cost is two clock reads per state change.
  *
+ * It also asks for the network plugin's own events (ncclProfileNetPlugin: what NCCL's built-in
+ * Socket and IB report, and the Strand plugins through strand/profiler.h): one event per message a
+ * plugin's isend/irecv accepted, child of the proxy step, stopped when test() said done. They are
+ * counted by descriptor kind (socket layout, IB layout, other), with their bytes and how many had
+ * a proxy step of this profiler as parent, and their start -> stop time is one more phase
+ * (net.event); finalize writes a `net-plugin ...` line beside the proxy-step lines. A network
+ * plugin that reports nothing gives `net-plugin ... events=0`.
+ *
  * Use (tests/e2e/run_e2e.sh profile does this): NCCL_PROFILER_PLUGIN=strand-steps with this
  * library (libnccl-profiler-strand-steps.so) on LD_LIBRARY_PATH; STRAND_PROFILE_OUT=FILE appends
  * the summary there instead of stderr. The structures below are written from NCCL's profiler ABI
@@ -40,11 +48,12 @@ enum {
   PH_RECV_NET,     /* irecv accepted -> test() done (or -> iflush posted) */
   PH_RECV_FLUSH,   /* iflush posted -> done */
   PH_RECV_GPU,     /* test() done -> the GPU consumed the data */
+  PH_NET_EVENT,    /* a network plugin's event: START (isend/irecv) -> STOP (test() done) */
   PH_COUNT
 };
 static const char *const phase_names[PH_COUNT] = {
     "send.gpu-data", "send.isend-accepted", "send.network", "recv.irecv-accepted",
-    "recv.network", "recv.flush", "recv.gpu-consumed"};
+    "recv.network", "recv.flush", "recv.gpu-consumed", "net.event"};
 
 #define PP_MAX_SAMPLES (1 << 18) /* per phase per communicator: beyond, only count and max */
 
@@ -60,14 +69,40 @@ typedef struct {
   int rank, nranks;
   pp_phase_t ph[PH_COUNT];
   size_t steps; /* proxy-step events started: 0 at finalize means NCCL sent none */
+  /* network-plugin events: started, stopped, updates; by descriptor kind; bytes; with a step of
+   * ours as parent */
+  size_t net_events, net_stopped, net_updates, net_sock, net_ib, net_other, net_with_step;
+  uint64_t net_bytes;
 } pp_ctx_t;
+
+enum { PP_H_STEP = 0x53544550, PP_H_NET = 0x4e455420 }; /* first word of a handle: its kind */
 
 /* One step: the time it started and of the last state recorded, and which one that was. */
 typedef struct {
+  uint32_t kind; /* PP_H_STEP */
   pp_ctx_t *ctx;
   uint64_t t_start, t_last;
   int last_state; /* 0 = none yet */
 } pp_step_t;
+
+/* One network-plugin event. */
+typedef struct {
+  uint32_t kind; /* PP_H_NET */
+  pp_ctx_t *ctx;
+  uint64_t t_start;
+} pp_net_t;
+
+/* The message length a network plugin's descriptor carries (socket layout: sock.length at 16; IB
+ * layout: qp.length at 32; both version 1), or 0 for another layout. */
+static uint64_t net_length(int64_t id, const void *data) {
+  if (data == NULL || (id & ((1LL << PP_NET_VER_BITS) - 1)) != 1) return 0;
+  size_t len = 0;
+  if ((id & ~((1LL << PP_NET_VER_BITS) - 1)) == PP_NET_TYPE_SOCK)
+    memcpy(&len, (const char *)data + 16, sizeof len);
+  else if ((id & ~((1LL << PP_NET_VER_BITS) - 1)) == PP_NET_TYPE_IB)
+    memcpy(&len, (const char *)data + 32, sizeof len);
+  return len;
+}
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -113,7 +148,7 @@ static pp_result_t pp_init(void **context, uint64_t commId, int *eActivationMask
   c->comm_id = commId;
   c->rank = rank;
   c->nranks = nranks;
-  *eActivationMask = PP_EVENT_PROXY_STEP;
+  *eActivationMask = PP_EVENT_PROXY_STEP | PP_EVENT_NET_PLUGIN;
   *context = c;
   return PP_SUCCESS;
 }
@@ -131,9 +166,31 @@ static pp_result_t pp_start(void *context, void **eHandle, pp_descr_t *eDescr) {
     *eHandle = &pp_proxy_op_handle;
     return PP_SUCCESS;
   }
+  if (eDescr->type == PP_EVENT_NET_PLUGIN) {
+    pp_ctx_t *c = context;
+    int64_t id = eDescr->netPlugin.id;
+    int64_t type = id & ~((1LL << PP_NET_VER_BITS) - 1);
+    const pp_step_t *parent = eDescr->parentObj;
+    pthread_mutex_lock(&c->lock);
+    c->net_events++;
+    if (type == PP_NET_TYPE_SOCK) c->net_sock++;
+    else if (type == PP_NET_TYPE_IB) c->net_ib++;
+    else c->net_other++;
+    c->net_bytes += net_length(id, eDescr->netPlugin.data);
+    if (parent != NULL && parent->kind == PP_H_STEP) c->net_with_step++;
+    pthread_mutex_unlock(&c->lock);
+    pp_net_t *n = malloc(sizeof *n);
+    if (n == NULL) return PP_SUCCESS;
+    n->kind = PP_H_NET;
+    n->ctx = c;
+    n->t_start = now_ns();
+    *eHandle = n;
+    return PP_SUCCESS;
+  }
   if (eDescr->type != PP_EVENT_PROXY_STEP) return PP_SUCCESS;
   pp_step_t *s = malloc(sizeof *s);
   if (s == NULL) return PP_SUCCESS; /* this step is simply not timed */
+  s->kind = PP_H_STEP;
   s->ctx = context;
   pthread_mutex_lock(&s->ctx->lock);
   s->ctx->steps++;
@@ -148,6 +205,15 @@ static pp_result_t pp_record(void *eHandle, int eState, void *eStateArgs) {
   (void)eStateArgs;
   pp_step_t *s = eHandle;
   if (s == NULL || eHandle == &pp_proxy_op_handle) return PP_SUCCESS;
+  if (s->kind == PP_H_NET) {
+    pp_net_t *n = eHandle;
+    if (eState == PP_NET_PLUGIN_UPDATE) {
+      pthread_mutex_lock(&n->ctx->lock);
+      n->ctx->net_updates++;
+      pthread_mutex_unlock(&n->ctx->lock);
+    }
+    return PP_SUCCESS;
+  }
   uint64_t t = now_ns();
   int ph = phase_ending_at(s->last_state, eState);
   if (ph >= 0) add(s->ctx, ph, s->last_state == 0 ? s->t_start : s->t_last, t);
@@ -161,6 +227,15 @@ static pp_result_t pp_stop(void *eHandle) {
   pp_step_t *s = eHandle;
   if (s == NULL || eHandle == &pp_proxy_op_handle) return PP_SUCCESS;
   uint64_t t = now_ns();
+  if (s->kind == PP_H_NET) {
+    pp_net_t *n = eHandle;
+    pthread_mutex_lock(&n->ctx->lock);
+    n->ctx->net_stopped++;
+    pthread_mutex_unlock(&n->ctx->lock);
+    add(n->ctx, PH_NET_EVENT, n->t_start, t);
+    free(n);
+    return PP_SUCCESS;
+  }
   if (s->last_state == PP_SEND_WAIT) add(s->ctx, PH_SEND_NET, s->t_last, t);
   else if (s->last_state == PP_RECV_GPU_WAIT) add(s->ctx, PH_RECV_GPU, s->t_last, t);
   free(s);
@@ -182,6 +257,10 @@ static pp_result_t pp_finalize(void *context) {
    * network traffic) says so instead of printing nothing. */
   fprintf(f, "proxy-steps comm=%016llx rank=%d/%d steps=%zu\n", (unsigned long long)c->comm_id,
           c->rank, c->nranks, c->steps);
+  fprintf(f, "net-plugin comm=%016llx rank=%d/%d events=%zu stopped=%zu updates=%zu socket=%zu "
+          "ib=%zu other=%zu bytes=%llu with_step_parent=%zu\n", (unsigned long long)c->comm_id,
+          c->rank, c->nranks, c->net_events, c->net_stopped, c->net_updates, c->net_sock, c->net_ib,
+          c->net_other, (unsigned long long)c->net_bytes, c->net_with_step);
   for (int i = 0; i < PH_COUNT; i++) {
     pp_phase_t *p = &c->ph[i];
     if (p->n == 0) continue;

@@ -27,6 +27,12 @@
 #                                         (with each set of extra variables) and the built-in Socket,
 #                                         one run under NCCL's profiler with proxy_profiler.c: median
 #                                         and p90 of every phase of the proxy's send and receive steps
+#   tests/e2e/run_e2e.sh nccl-tests       NVIDIA's nccl-tests (all_reduce, all_gather, reduce_scatter,
+#                                         alltoall, sendrecv) built from NCCL_TESTS_SRC (default
+#                                         .e2e-carry-nccl-tests, carry_nccl_tests.sh) through the
+#                                         built-in Socket and every Strand plugin built or carried
+#                                         (strand-ib over softverbs: carry_softverbs.sh), one table;
+#                                         tests/e2e/nccl_tests.sh has the modes and variables
 #
 # Chart of a sweep (bench, sweep or base; one line per configuration, busbw and time against size):
 #   tests/e2e/run_e2e.sh bench | tee bench.txt && tests/e2e/sweep_chart.py -o bench.svg bench.txt
@@ -277,8 +283,12 @@ case "$mode" in
       done
     done
     ;;
+  nccl-tests)
+    # shellcheck source=tests/e2e/nccl_tests.sh
+    source "$root/tests/e2e/nccl_tests.sh"
+    ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile|nccl-tests" >&2
     exit 2
     ;;
 esac

@@ -16,6 +16,7 @@
 
 #include "nccl_profiler_abi.h"
 #include "plugin_test.h"
+#include "strand/profiler.h"
 
 /* The summary line of `phase`: its count and median (µs); 0 when the phase has no line. */
 static int phase_line(const char *text, const char *phase, long *n, double *median) {
@@ -42,7 +43,8 @@ static int run(const char *path) {
   void *ctx = NULL;
   int mask = 0;
   PT_CHECK(p->init(&ctx, 0x1234, &mask, "test", 2, 2, 0, NULL) == 0 && ctx, "init");
-  PT_CHECK(mask == PP_EVENT_PROXY_STEP, "activation mask %#x, want proxy steps only", mask);
+  PT_CHECK(mask == (PP_EVENT_PROXY_STEP | PP_EVENT_NET_PLUGIN),
+           "activation mask %#x, want proxy steps and net-plugin events only", mask);
 
   /* NCCL 2.28 starts a proxy-op event before its steps and records a step's states only while
    * that op event has a handle (profiler.cc: sub->opEventHandle); a plugin that gave proxy ops no
@@ -85,6 +87,39 @@ static int run(const char *path) {
     usleep(500); /* the GPU consuming it */
     p->stopEvent(s);
   }
+  /* Network-plugin events as NCCL's callback hands them on (profiler.cc: parentObj = the proxy
+   * step's handle, netPlugin.id / data from the plugin): three socket-layout messages and one
+   * IB-layout message under one step, one of another plugin with no parent; one update. */
+  {
+    pp_descr_t d = {.type = PP_EVENT_PROXY_STEP, .proxyStep.step = 99};
+    void *step = NULL;
+    PT_CHECK(p->startEvent(ctx, &step, &d) == 0 && step, "step for net events");
+    strand_profiler_sock_descr_v1_t sd = {.type = STRAND_PROFILE_SOCKET};
+    strand_profiler_ib_descr_v1_t id = {.type = STRAND_PROFILE_QP};
+    void *ev[5] = {0};
+    for (int i = 0; i < 5; i++) {
+      pp_descr_t nd = {.type = PP_EVENT_NET_PLUGIN, .parentObj = step};
+      if (i < 3) {
+        sd.sock.length = 1000u << i; /* 1000, 2000, 4000 */
+        nd.netPlugin.id = STRAND_PROFILER_NET_ID_SOCK;
+        nd.netPlugin.data = &sd;
+      } else if (i == 3) {
+        id.qp.length = 300;
+        nd.netPlugin.id = STRAND_PROFILER_NET_ID_IB;
+        nd.netPlugin.data = &id;
+      } else {
+        nd.parentObj = NULL;
+        nd.netPlugin.id = 7LL << 16 | 1; /* a layout this profiler does not know */
+        nd.netPlugin.data = &sd;
+      }
+      PT_CHECK(p->startEvent(ctx, &ev[i], &nd) == 0 && ev[i], "net event %d got no handle", i);
+      sd.sock.length = 0; /* the descriptor is only valid during startEvent */
+    }
+    PT_CHECK(p->recordEventState(ev[0], PP_NET_PLUGIN_UPDATE, NULL) == 0, "net update");
+    usleep(800);
+    for (int i = 0; i < 5; i++) PT_CHECK(p->stopEvent(ev[i]) == 0, "net stop %d", i);
+    PT_CHECK(p->stopEvent(step) == 0, "step stop");
+  }
   PT_CHECK(p->stopEvent(op_handle) == 0, "op stop");
   PT_CHECK(p->finalize(ctx) == 0, "finalize");
 
@@ -105,7 +140,7 @@ static int run(const char *path) {
   } want[] = {{"send.gpu-data", SENDS, 2000},    {"send.isend-accepted", SENDS, 300},
               {"send.network", SENDS, 1000},     {"recv.irecv-accepted", RECVS, 0},
               {"recv.network", RECVS, 1500},     {"recv.flush", RECVS / 2, 700},
-              {"recv.gpu-consumed", RECVS, 500}};
+              {"recv.gpu-consumed", RECVS, 500}, {"net.event", 5, 800}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     long n = -1;
     double med = -1;
@@ -114,8 +149,11 @@ static int run(const char *path) {
     PT_CHECK(med >= want[i].min_median_us, "phase %s median %.1f us, below the %.0f us slept",
           want[i].phase, med, want[i].min_median_us);
   }
-  PT_CHECK(strstr(text, "comm=0000000000001234 rank=0/2 steps=9\n") != NULL,
-           "comm id / rank / step count (9) missing");
+  PT_CHECK(strstr(text, "comm=0000000000001234 rank=0/2 steps=10\n") != NULL,
+           "comm id / rank / step count (10) missing");
+  PT_CHECK(strstr(text, "net-plugin comm=0000000000001234 rank=0/2 events=5 stopped=5 updates=1 "
+                        "socket=3 ib=1 other=1 bytes=7300 with_step_parent=4\n") != NULL,
+           "net-plugin line missing or wrong");
   printf("ok\n");
   return 0;
 }

@@ -2,7 +2,7 @@
 # Every Strand plugin .so in the build tree exports ncclNetPlugin_v* / ncclCollNetPlugin_v* /
 # ncclTunerPlugin_v* / ncclGinPlugin_v* / ncclRmaPlugin_v* and nothing else (DESIGN.md: several
 # plugins must live in one process), as data symbols, with complete sets (net and CollNet v6..v12,
-# tuner v2..v6, one-sided: ncclGinPlugin_v11/_v12 with ncclRmaPlugin_v13/_v14). Plugins are found by
+# tuner v2..v7, one-sided: ncclGinPlugin_v11/_v12 with ncclRmaPlugin_v13/_v14). Plugins are found by
 # name (libnccl-net-strand-*.so) outside tests/, plus the two packaging fixtures given on the
 # command line, which are also dlopen'ed and inspected.
 #
@@ -35,7 +35,7 @@ check_one() { # $1 = .so path
     done
   fi
   if grep -q ncclTunerPlugin_v <<<"$syms"; then
-    for v in 2 3 4 5 6; do
+    for v in 2 3 4 5 6 7; do
       grep -qw "ncclTunerPlugin_v$v" <<<"$syms" || missing="$missing ncclTunerPlugin_v$v"
     done
   fi
@@ -65,7 +65,7 @@ nm -D --defined-only "$fixture_net" | grep -q ncclTunerPlugin_v && \
   fail "$fixture_net: tuner symbols exported without a tuner"
 nm -D --defined-only "$fixture_net" | grep -qE 'ncclGinPlugin_v|ncclRmaPlugin_v' && \
   fail "$fixture_net: GIN/RMA symbols exported without an RMA table"
-nm -D --defined-only "$fixture_both" | grep -q ncclTunerPlugin_v6 || \
+nm -D --defined-only "$fixture_both" | grep -q ncclTunerPlugin_v7 || \
   fail "$fixture_both: no tuner symbols although it has a tuner"
 "$dlopen_check" "$fixture_both" strand-pkgboth collnet || fail "dlopen check of $fixture_both"
 "$dlopen_check" "$fixture_net" strand-pkgnet nocollnet || fail "dlopen check of $fixture_net"

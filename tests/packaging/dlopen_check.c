@@ -1,6 +1,6 @@
 /* Loads a plugin .so the way NCCL does (dlopen RTLD_NOW|RTLD_LOCAL, data symbols by name) and
  * checks what a core of any version would find: ncclNetPlugin_v6..v12 with the expected name,
- * and ncclCollNetPlugin_v6..v12 present or absent as expected, and ncclTunerPlugin_v2..v6 with
+ * and ncclCollNetPlugin_v6..v12 present or absent as expected, and ncclTunerPlugin_v2..v7 with
  * them ("collnet" = a plugin with every optional table). Then it calls the v7 init and devices, and
  * (when there is a tuner) the v3 and v5 tuner through the export layer, so the adapters are
  * exercised across the dlopen boundary.
@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
       failures++;
     }
   }
-  for (int v = 2; v <= 6; v++) {
+  for (int v = 2; v <= 7; v++) {
     char sym[64];
     snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
     const char *const *table = dlsym(lib, sym);

@@ -6,6 +6,7 @@
  * linking must still work, and no ncclNetPlugin_v* may be pulled in. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ static struct {
   strand_logger_t logger;
   strand_nvl_domain_info_t *nvl;
   strand_tuner_constants_t *constants;
+  strand_tuner_constants_t k_seen; /* the v7 block as init received it */
   void *ctx;
   int func;
   size_t nBytes;
@@ -64,6 +66,13 @@ static strand_result_t mock_init(void **ctx, uint64_t commId, size_t nRanks, siz
   rec.init_calls++;
   rec.commId = commId; rec.nRanks = nRanks; rec.nNodes = nNodes; rec.logger = logger;
   rec.nvl = nvl; rec.constants = k;
+  if (k != NULL) {
+    /* Read the block, then change the model as a tuner may: a shared row, a latency, row 4. */
+    rec.k_seen = *k;
+    k->llMaxBws[3][2] = 77.0;
+    k->baseLatencies[1][2] = 9.5;
+    k->llMaxBws[4][0] = 55.0;
+  }
   *ctx = &ctx_obj;
   return STRAND_SUCCESS;
 }
@@ -134,6 +143,10 @@ static void test_layouts(void **state) {
   assert_int_equal(sizeof(strand_tuner_v5_t), 32);
   assert_int_equal(sizeof(strand_tuner_v6_t), 40);
   assert_int_equal(offsetof(strand_tuner_v6_t, getChunkSize), 32);
+  assert_int_equal(sizeof(strand_tuner_v7_t), 40);
+  assert_int_equal(offsetof(strand_tuner_v7_t, getChunkSize), 32);
+  assert_int_equal(sizeof(strand_tuner_constants_v7_t), 1272);
+  assert_int_equal(offsetof(strand_tuner_constants_v7_t, perChMaxNVLSTreeBws), 1152);
   assert_int_equal(offsetof(strand_tuner_v2_t, destroy), 24);
   assert_int_equal(sizeof(strand_tuner_constants_v5_t), 1152);
   assert_int_equal(sizeof(strand_nvl_domain_info_v5_t), 12);
@@ -152,27 +165,88 @@ static void test_names_and_no_net(void **state) {
   assert_string_equal(ncclTunerPlugin_v4.name, "mock-tuner");
   assert_string_equal(ncclTunerPlugin_v5.name, "mock-tuner");
   assert_string_equal(ncclTunerPlugin_v6.name, "mock-tuner");
+  assert_string_equal(ncclTunerPlugin_v7.name, "mock-tuner");
   assert_null(&ncclNetPlugin_v12);
   assert_int_equal(strand_core_tuner_abi_version(), 0);
+}
+
+/* Every double of a v5 block set to a distinct value (its index + 1). */
+static void fill_v5(strand_tuner_constants_v5_t *k) {
+  double *d = (double *)(void *)k;
+  for (size_t i = 0; i < sizeof *k / sizeof *d; i++) d[i] = (double)i + 1.0;
+}
+
+/* The plugin's init saw the core's v5 block as a v7 block: latencies and rows 0..3 equal, row 4
+ * zero. */
+static void assert_seen_v5(const strand_tuner_constants_v5_t *k) {
+  const strand_tuner_constants_v7_t *s = &rec.k_seen;
+  assert_memory_equal(s->baseLatencies, k->baseLatencies, sizeof k->baseLatencies);
+  assert_memory_equal(s->hwLatencies, k->hwLatencies, sizeof k->hwLatencies);
+  for (int c = 0; c < STRAND_TUNER_NUM_COMPCAPS_V7; c++)
+    for (int t = 0; t < STRAND_TUNER_NUM_TUNING_SCALES; t++) {
+      bool shared = c < STRAND_TUNER_NUM_COMPCAPS;
+      assert_true(s->llMaxBws[c][t] == (shared ? k->llMaxBws[c][t] : 0.0));
+      assert_true(s->perChMaxRingLL128Bws[c][t] == (shared ? k->perChMaxRingLL128Bws[c][t] : 0.0));
+      assert_true(s->perChMaxTreeLL128Bws[c][t] == (shared ? k->perChMaxTreeLL128Bws[c][t] : 0.0));
+      assert_true(s->perChMaxTreeBws[c][t] == (shared ? k->perChMaxTreeBws[c][t] : 0.0));
+      assert_true(s->perChMaxNVLSTreeBws[c][t] == (shared ? k->perChMaxNVLSTreeBws[c][t] : 0.0));
+    }
 }
 
 static void test_init_v5_v6_pass_everything(void **state) {
   (void)state;
   strand_nvl_domain_info_v5_t nvl = {1, 4, 4};
-  strand_tuner_constants_v5_t k;
-  memset(&k, 0, sizeof k);
+  strand_tuner_constants_v5_t k, before;
+  fill_v5(&k);
+  before = k;
   void *ctx = NULL;
   assert_int_equal(ncclTunerPlugin_v5.init(&ctx, 0xabcdef, 16, 2, mock_logger, &nvl, &k),
                    STRAND_SUCCESS);
   assert_ptr_equal(ctx, &ctx_obj);
   assert_true(rec.commId == 0xabcdef && rec.nRanks == 16 && rec.nNodes == 2);
   assert_ptr_equal(rec.nvl, &nvl);
-  assert_ptr_equal(rec.constants, &k);
+  assert_non_null(rec.constants);
+  assert_seen_v5(&before);
+  /* The plugin's changes to the shared part reach the core's block; nothing else moved. */
+  assert_true(k.llMaxBws[3][2] == 77.0 && k.baseLatencies[1][2] == 9.5);
+  before.llMaxBws[3][2] = 77.0;
+  before.baseLatencies[1][2] = 9.5;
+  assert_memory_equal(&k, &before, sizeof k);
   assert_int_equal(strand_core_tuner_abi_version(), 5);
+  fill_v5(&k);
+  before = k;
   assert_int_equal(ncclTunerPlugin_v6.init(&ctx, 7, 8, 1, mock_logger, &nvl, &k), STRAND_SUCCESS);
   assert_int_equal(strand_core_tuner_abi_version(), 6);
+  assert_seen_v5(&before);
+  assert_true(k.llMaxBws[3][2] == 77.0);
+  /* NULL constants stay NULL. */
+  assert_int_equal(ncclTunerPlugin_v6.init(&ctx, 7, 8, 1, mock_logger, &nvl, NULL), STRAND_SUCCESS);
+  assert_null(rec.constants);
   assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
   assert_int_equal(rec.fin_calls, 1);
+}
+
+/* v7: the core's block goes to the plugin as is (5 rows), and its changes stay there. */
+static void test_init_v7(void **state) {
+  (void)state;
+  assert_string_equal(ncclTunerPlugin_v7.name, "mock-tuner");
+  assert_ptr_equal(ncclTunerPlugin_v7.getCollInfo, ncclTunerPlugin_v6.getCollInfo);
+  assert_ptr_equal(ncclTunerPlugin_v7.getChunkSize, ncclTunerPlugin_v6.getChunkSize);
+  assert_non_null(ncclTunerPlugin_v7.finalize);
+  strand_nvl_domain_info_v7_t nvl = {2, 4, 4};
+  strand_tuner_constants_v7_t k;
+  memset(&k, 0, sizeof k);
+  k.llMaxBws[4][1] = 3.25;
+  void *ctx = NULL;
+  assert_int_equal(ncclTunerPlugin_v7.init(&ctx, 0x77, 8, 2, mock_logger, &nvl, &k),
+                   STRAND_SUCCESS);
+  assert_ptr_equal(ctx, &ctx_obj);
+  assert_ptr_equal(rec.constants, &k);
+  assert_ptr_equal(rec.nvl, &nvl);
+  assert_true(rec.k_seen.llMaxBws[4][1] == 3.25);
+  assert_true(k.llMaxBws[4][0] == 55.0 && k.llMaxBws[3][2] == 77.0);
+  assert_int_equal(strand_core_tuner_abi_version(), 7);
+  assert_int_equal(ncclTunerPlugin_v7.finalize(ctx), STRAND_SUCCESS);
 }
 
 static void test_init_old_cores(void **state) {
@@ -346,6 +420,7 @@ int main(void) {
       cmocka_unit_test_setup(test_layouts, setup),
       cmocka_unit_test_setup(test_names_and_no_net, setup),
       cmocka_unit_test_setup(test_init_v5_v6_pass_everything, setup),
+      cmocka_unit_test_setup(test_init_v7, setup),
       cmocka_unit_test_setup(test_init_old_cores, setup),
       cmocka_unit_test_setup(test_collinfo_v4_v5_v6, setup),
       cmocka_unit_test_setup(test_collinfo_v3_regbuff_zero, setup),

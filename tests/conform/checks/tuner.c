@@ -1,7 +1,8 @@
 /* strand-conform — tuner.*: the tuner NCCL would load from this library (spec §11). Optional: a
  * library without ncclTunerPlugin_v* skips the area, which is what NCCL does with it too.
  *
- * The tuner is probed like NCCL 2.30 does, newest symbol first (v6, v5, v4, v3, v2), and driven the
+ * The tuner is probed like NCCL does, newest symbol first (v7, v6, v5, v4, v3, v2: cores after
+ * 2.30.7 start at v7, 2.30 at v6), and driven the
  * way the core drives it: init per communicator shape, getCollInfo with cost tables shaped like the
  * core's, finalize. NCCL trusts every answer (spec §11.3): a non-negative value written into an
  * ignored entry makes it run an algorithm it ruled out, a wild nChannels reaches the kernel plan,
@@ -20,7 +21,7 @@
 #define IGN STRAND_ALGO_PROTO_IGNORE
 
 typedef struct {
-  int version; /* 2..6 */
+  int version; /* 2..7 */
   const void *raw;
   const char *name;
 } tn_t;
@@ -28,7 +29,7 @@ typedef struct {
 /* The newest exported tuner, as the core picks it; 0 = none (skip). */
 static int tn_find(conform_ctx_t *c, tn_t *t) {
   memset(t, 0, sizeof *t);
-  for (int v = 6; v >= 2; v--) {
+  for (int v = 7; v >= 2; v--) {
     char sym[32];
     snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
     const void *raw = c->plugin->dl ? dlsym(c->plugin->dl, sym) : NULL;
@@ -47,18 +48,48 @@ typedef struct {
   void *init, *getCollInfo, *finalize;
 } tn_slots_t;
 
+/* The constants block the core hands init (v5/v6: 1152 bytes, v7: 1272), followed by guard bytes:
+ * a tuner built for another version's layout writes past the core's block. */
+#define TN_GUARD 0x5a
+static struct {
+  union {
+    strand_tuner_constants_v5_t v5;
+    strand_tuner_constants_v7_t v7;
+  } k;
+  unsigned char guard[512];
+} tn_block;
+
+static size_t tn_block_size(int version) {
+  return version >= 7 ? sizeof(strand_tuner_constants_v7_t) : sizeof(strand_tuner_constants_v5_t);
+}
+
+/* Bytes after the version's block that init changed (0 = none). */
+static size_t tn_overrun(int version) {
+  const unsigned char *p = (const unsigned char *)&tn_block + tn_block_size(version);
+  const unsigned char *end = (const unsigned char *)&tn_block + sizeof tn_block;
+  size_t bad = 0;
+  for (; p < end; p++) bad += *p != TN_GUARD;
+  return bad;
+}
+
 static strand_result_t tn_init(const tn_t *t, void **ctx, size_t nranks, size_t nnodes) {
   static strand_nvl_domain_info_v5_t nvl;
-  static strand_tuner_constants_v5_t k;
   nvl = (strand_nvl_domain_info_v5_t){1, 1, 1};
+  memset(&tn_block, TN_GUARD, sizeof tn_block);
   /* Plausible non-zero model inputs: a tuner may read (and change) them. */
-  double *d = (double *)(void *)&k;
-  for (size_t i = 0; i < sizeof k / sizeof(double); i++) d[i] = 1.0 + (double)(i % 7);
+  double *d = (double *)(void *)&tn_block.k;
+  for (size_t i = 0; i < tn_block_size(t->version) / sizeof(double); i++)
+    d[i] = 1.0 + (double)(i % 7);
   *ctx = NULL;
+  if (t->version >= 7) {
+    const strand_tuner_v7_t *tv = t->raw;
+    return tv->init(ctx, 0x7475726e6572ULL + nranks, nranks, nnodes, conform_logger_fn(), &nvl,
+                    &tn_block.k.v7);
+  }
   if (t->version >= 5) {
     const strand_tuner_v5_t *tv = t->raw;
     return tv->init(ctx, 0x7475726e6572ULL + nranks, nranks, nnodes, conform_logger_fn(), &nvl,
-                    &k);
+                    &tn_block.k.v5);
   }
   const strand_tuner_v4_t *tv = t->raw; /* v2..v4 share init's signature */
   return tv->init(nranks, nnodes, conform_logger_fn(), ctx);
@@ -79,7 +110,7 @@ static conform_status_t tuner_table_complete(conform_ctx_t *c) {
     return conform_skip(c, "the library exports no ncclTunerPlugin_v* symbol (NCCL keeps its own "
                            "tuning)");
   int found = 0;
-  for (int v = 2; v <= 6; v++) {
+  for (int v = 2; v <= 7; v++) {
     char sym[32];
     snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
     const tn_slots_t *s = dlsym(c->plugin->dl, sym);
@@ -94,7 +125,7 @@ static conform_status_t tuner_table_complete(conform_ctx_t *c) {
                    v >= 5 ? "finalize" : "destroy", s->finalize ? "set" : "NULL");
   }
   if (c->status == CONFORM_FAIL) return CONFORM_FAIL;
-  conform_note(c, "%d tuner version(s); NCCL 2.30 would load v%d (\"%s\")", found, t.version,
+  conform_note(c, "%d tuner version(s); the newest core would load v%d (\"%s\")", found, t.version,
                t.name);
   return CONFORM_PASS;
 }
@@ -117,6 +148,15 @@ static conform_status_t tuner_init_finalize(conform_ctx_t *c) {
     conform_phase(c, "tuner v%d init(nRanks %zu, nNodes %zu)", t.version, shapes[i][0],
                   shapes[i][1]);
     strand_result_t r = tn_init(&t, &ctx[i], shapes[i][0], shapes[i][1]);
+    size_t over = t.version >= 5 ? tn_overrun(t.version) : 0;
+    if (over) {
+      conform_fail(c, "tuner v%d init(nRanks %zu, nNodes %zu) wrote %zu byte(s) past the %zu-byte "
+                   "constants block: in NCCL that is the core's memory (a tuner built for another "
+                   "version's layout? v7 has 5 compute-capability rows, v5/v6 4)", t.version,
+                   shapes[i][0], shapes[i][1], over, tn_block_size(t.version));
+      if (r == STRAND_SUCCESS) live++;
+      break;
+    }
     if (r != STRAND_SUCCESS) {
       conform_fail(c, "tuner init(nRanks %zu, nNodes %zu) returned %s: NCCL fails the "
                    "communicator's init", shapes[i][0], shapes[i][1], conform_result_str(r));
@@ -188,7 +228,7 @@ static int ask(conform_ctx_t *c, const tn_t *t, void *ctx, int kind, int func, s
   conform_phase(c, "tuner v%d getCollInfo(func %d, %zu bytes, %s)", t->version, func, bytes,
                 table_names[kind]);
   if (t->version >= 4) {
-    const strand_tuner_v4_t *tv = t->raw; /* v4..v6 share getCollInfo's signature */
+    const strand_tuner_v4_t *tv = t->raw; /* v4..v7 share getCollInfo's signature */
     r = tv->getCollInfo(ctx, func, bytes, 1, (float **)(void *)table, NA, NP, 0, &nch);
   } else if (t->version == 3) {
     const strand_tuner_v3_t *tv = t->raw;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -168,6 +169,75 @@ static void test_report_counts(void **state) {
   assert_int_equal(c, 1);
 }
 
+/* --compact: failures first and in full, then one line per distinct skip reason with its count,
+ * versions and ids (a family's ids share its prefix), most frequent first; passes only counted. */
+static void test_report_compact(void **state) {
+  (void)state;
+  static const conform_check_t chk[] = {
+      {.id = "props.make-vdevice", .clause = "c0"}, {.id = "reg.cuda", .clause = "c1"},
+      {.id = "reg.dmabuf", .clause = "c2"},         {.id = "unpack.handle", .clause = "c3"},
+      {.id = "unpack.lockstep", .clause = "c4"},    {.id = "xfer.sizes", .clause = "§6.4 sizes"},
+      {.id = "unpack.integrity", .clause = "c6"},   {.id = "life.set-net-attr", .clause = "c7"}};
+  conform_row_t rows[10];
+  memset(rows, 0, sizeof rows);
+  const char *na = "not applicable: no unpack device";
+  struct { int chk, version; conform_status_t st; const char *msg; } spec[10] = {
+      {0, 12, CONFORM_SKIP, "makeVDevice is NULL"}, {1, 12, CONFORM_SKIP, "no GPU visible"},
+      {2, 12, CONFORM_SKIP, "no GPU visible"},      {3, 12, CONFORM_SKIP, na},
+      {4, 12, CONFORM_SKIP, na},                    {5, 12, CONFORM_FAIL, "message truncated"},
+      {6, 12, CONFORM_SKIP, na},                    {7, 12, CONFORM_PASS, ""},
+      {3, 11, CONFORM_SKIP, na},                    {7, 11, CONFORM_PASS, ""}};
+  for (int i = 0; i < 10; i++) {
+    rows[i].check = &chk[spec[i].chk];
+    rows[i].version = spec[i].version;
+    rows[i].status = spec[i].st;
+    snprintf(rows[i].msg, sizeof rows[i].msg, "%s", spec[i].msg);
+  }
+  conform_run_result_t run;
+  memset(&run, 0, sizeof run);
+  run.rows = rows;
+  run.n_rows = 10;
+  snprintf(run.plugin_desc, sizeof run.plugin_desc, "plugin \"x\" from x.so");
+  bool old_compact = conform_opts.compact;
+  conform_opts.compact = true;
+  char path[] = "/tmp/strand-compact-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stdout);
+  int saved = dup(1);
+  dup2(fd, 1);
+  int rc = conform_report_write(&run);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  conform_opts.compact = old_compact;
+  char text[4096] = {0};
+  lseek(fd, 0, SEEK_SET);
+  ssize_t got = read(fd, text, sizeof text - 1);
+  close(fd);
+  unlink(path);
+  assert_true(got > 0);
+  printf("%s", text);
+  assert_int_equal(rc, 1);
+  const char *fail = strstr(text, "FAIL  v12   xfer.sizes");
+  const char *g1 = strstr(text, "SKIP   4  v12,v11  unpack.{handle,lockstep,integrity}: "
+                                "not applicable: no unpack device\n");
+  const char *g2 = strstr(text, "SKIP   2  v12  reg.{cuda,dmabuf}: no GPU visible\n");
+  const char *g3 = strstr(text, "SKIP   1  v12  props.make-vdevice: makeVDevice is NULL\n");
+  assert_non_null(fail);
+  assert_non_null(strstr(fail, "message truncated"));
+  assert_non_null(g1);
+  assert_non_null(g2);
+  assert_non_null(g3);
+  assert_true(fail < g1 && g1 < g2 && g2 < g3);
+  assert_null(strstr(text, "life.set-net-attr")); /* passes are only counted */
+  assert_non_null(strstr(text, "2 passed, 1 failed, 7 skipped\n"));
+  /* one line per reason: 3 skip lines in all */
+  int nskip = 0;
+  for (const char *q = text; (q = strstr(q, "SKIP ")) != NULL; q++) nskip++;
+  assert_int_equal(nskip, 3);
+}
+
 /* The per-check output capture keeps everything up to the cap, then the head and the last lines
  * with a note of what was cut. */
 static void test_capture(void **state) {
@@ -213,7 +283,8 @@ int main(void) {
     cmocka_unit_test(test_candidates), cmocka_unit_test(test_rewrite),
     cmocka_unit_test(test_load_dummy), cmocka_unit_test(test_props_fields),
     cmocka_unit_test(test_patterns), cmocka_unit_test(test_selection),
-    cmocka_unit_test(test_report_counts), cmocka_unit_test(test_capture),
+    cmocka_unit_test(test_report_counts), cmocka_unit_test(test_report_compact),
+    cmocka_unit_test(test_capture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

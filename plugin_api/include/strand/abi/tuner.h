@@ -1,8 +1,9 @@
-/* Strand — NCCL plugin ABI: the tuner tables ncclTuner_v2_t .. ncclTuner_v6_t (spec §11),
- * exported as ncclTunerPlugin_v2 .. ncclTunerPlugin_v6.
+/* Strand — NCCL plugin ABI: the tuner tables ncclTuner_v2_t .. ncclTuner_v7_t (spec §11),
+ * exported as ncclTunerPlugin_v2 .. ncclTunerPlugin_v7.
  *
  * NCCL looks the tuner up in the NET plugin's own library when it finds no tuner library, newest
- * symbol first (2.28: v5, v4, v3, v2; 2.30: v6 first). The values, sizes and offsets below are
+ * symbol first (2.28: v5, v4, v3, v2; 2.30: v6 first; cores after 2.30.7: v7 first). v7 is in
+ * NCCL's repository after the v2.30.7 tag (src/include/plugin/tuner/tuner_v7.h, commit 2449986). The values, sizes and offsets below are
  * NCCL's; the static asserts pin them. */
 #ifndef STRAND_ABI_TUNER_H
 #define STRAND_ABI_TUNER_H
@@ -25,7 +26,8 @@
 
 /* Dimensions of the v5/v6 constants block. */
 #define STRAND_TUNER_NUM_HW_LINKS 3     /* NVLINK 0, PCI 1, NET 2 */
-#define STRAND_TUNER_NUM_COMPCAPS 4     /* Volta 0, Ampere 1, Hopper 2, Blackwell 3 */
+#define STRAND_TUNER_NUM_COMPCAPS 4     /* v5/v6: Volta 0, Ampere 1, Hopper 2, Blackwell 3 */
+#define STRAND_TUNER_NUM_COMPCAPS_V7 5  /* v7: the same four, plus row 4 for a newer platform */
 #define STRAND_TUNER_NUM_TUNING_SCALES 3 /* 1 node 0, 2 nodes 1, 4 nodes 2 */
 enum { STRAND_HW_NVLINK = 0, STRAND_HW_PCI = 1, STRAND_HW_NET = 2 };
 
@@ -59,6 +61,29 @@ STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v5_t, perChMaxTreeLL128Bws)
 STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v5_t, perChMaxTreeBws) == 960, "");
 STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v5_t, perChMaxNVLSTreeBws) == 1056, "");
 typedef strand_tuner_constants_v5_t strand_tuner_constants_v6_t;
+
+/* ncclTunerConstants_v7_t: v5's block with every per-compute-capability table one row longer
+ * (STRAND_TUNER_NUM_COMPCAPS_V7); the latencies are unchanged. NCCL converts between the two by
+ * copying rows 0..3 of each table. */
+typedef struct {
+  double baseLatencies[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  double hwLatencies[STRAND_TUNER_NUM_HW_LINKS][STRAND_TUNER_NUM_ALGORITHMS]
+                    [STRAND_TUNER_NUM_PROTOCOLS];
+  double llMaxBws[STRAND_TUNER_NUM_COMPCAPS_V7][STRAND_TUNER_NUM_TUNING_SCALES];
+  double perChMaxRingLL128Bws[STRAND_TUNER_NUM_COMPCAPS_V7][STRAND_TUNER_NUM_TUNING_SCALES];
+  double perChMaxTreeLL128Bws[STRAND_TUNER_NUM_COMPCAPS_V7][STRAND_TUNER_NUM_TUNING_SCALES];
+  double perChMaxTreeBws[STRAND_TUNER_NUM_COMPCAPS_V7][STRAND_TUNER_NUM_TUNING_SCALES];
+  double perChMaxNVLSTreeBws[STRAND_TUNER_NUM_COMPCAPS_V7][STRAND_TUNER_NUM_TUNING_SCALES];
+} strand_tuner_constants_v7_t;
+STRAND_STATIC_ASSERT(sizeof(strand_tuner_constants_v7_t) == 1272, "ncclTunerConstants_v7_t size");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, hwLatencies) == 168, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, llMaxBws) == 672, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, perChMaxRingLL128Bws) == 792, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, perChMaxTreeLL128Bws) == 912, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, perChMaxTreeBws) == 1032, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_constants_v7_t, perChMaxNVLSTreeBws) == 1152, "");
+/* v7 reuses v5's NVLink domain info. */
+typedef strand_nvl_domain_info_v5_t strand_nvl_domain_info_v7_t;
 
 /* ncclFunc_t as the tuner receives it (a 4-byte enum passed by value): STRAND_FUNC_* of types.h.
  * Only the five collectives 0..4 (broadcast, reduce, allgather, reducescatter, allreduce) reach
@@ -123,6 +148,20 @@ typedef struct {
                                   int algo, int proto, int nChannels, size_t *chunkSize);
 } strand_tuner_v6_t;
 
+/* ncclTuner_v7_t: v6's slots and signatures, with the v7 constants block. */
+typedef struct {
+  const char *name;
+  strand_result_t (*init)(void **context, uint64_t commId, size_t nRanks, size_t nNodes,
+                          strand_logger_t logFunction, strand_nvl_domain_info_v7_t *nvlDomainInfo,
+                          strand_tuner_constants_v7_t *constants);
+  strand_result_t (*getCollInfo)(void *context, strand_tuner_func_t collType, size_t nBytes,
+                                 int numPipeOps, float **collCostTable, int numAlgo, int numProto,
+                                 int regBuff, int *nChannels);
+  strand_result_t (*finalize)(void *context);
+  strand_result_t (*getChunkSize)(void *context, strand_tuner_func_t collType, size_t nBytes,
+                                  int algo, int proto, int nChannels, size_t *chunkSize);
+} strand_tuner_v7_t;
+
 STRAND_STATIC_ASSERT(sizeof(strand_tuner_v2_t) == 32, "ncclTuner_v2_t size");
 STRAND_STATIC_ASSERT(sizeof(strand_tuner_v3_t) == 32, "ncclTuner_v3_t size");
 STRAND_STATIC_ASSERT(sizeof(strand_tuner_v4_t) == 32, "ncclTuner_v4_t size");
@@ -140,5 +179,10 @@ STRAND_STATIC_ASSERT(offsetof(strand_tuner_v5_t, getCollInfo) == 16, "");
 STRAND_STATIC_ASSERT(offsetof(strand_tuner_v5_t, finalize) == 24, "");
 STRAND_STATIC_ASSERT(offsetof(strand_tuner_v6_t, finalize) == 24, "");
 STRAND_STATIC_ASSERT(offsetof(strand_tuner_v6_t, getChunkSize) == 32, "");
+STRAND_STATIC_ASSERT(sizeof(strand_tuner_v7_t) == 40, "ncclTuner_v7_t size");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_v7_t, init) == 8, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_v7_t, getCollInfo) == 16, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_v7_t, finalize) == 24, "");
+STRAND_STATIC_ASSERT(offsetof(strand_tuner_v7_t, getChunkSize) == 32, "");
 
 #endif
