@@ -93,7 +93,8 @@ nt_run() {
       timeout 600 "$exe" "${nt_args[@]}" -g "$ngpu" >"$log" 2>&1
     return
   fi
-  local port=$(( 20000 + RANDOM % 20000 )) pids=() rc=0 dev=()
+  # the port: below the ephemeral range (32768+), where no connection's local port can hold it
+  local port=$(( 20000 + RANDOM % 12000 )) pids=() rc=0 dev=()
   for ((r = nranks - 1; r >= 0; r--)); do
     dev=(); (( ngpu == 1 )) && dev=(NCCL_TESTS_DEVICE=0)
     local out=$log; (( r )) && out=$log.rank$r

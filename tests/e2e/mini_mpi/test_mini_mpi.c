@@ -1,7 +1,7 @@
 /* tests/e2e/mini_mpi/test_mini_mpi.c — the stand-in MPI driven the way nccl-tests drives it, by
  * 3 processes: host-hash allgather in place, colour split, id broadcast, barrier, allreduce of
  * long / long long / double / int64 with SUM, MIN and MAX, gather of fixed-size lines to rank 0.
- *   test_mini_mpi          forks the 3 ranks itself (port from the pid) and checks their exits */
+ *   test_mini_mpi          forks the 3 ranks itself (on a free port) and checks their exits */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "mpi.h"
 
@@ -70,9 +73,27 @@ static int rank_main(void) {
   return 0;
 }
 
+/* A port nobody listens on now, below Linux's ephemeral range (32768+), so that neither another
+ * test's listener nor a connection's local port holds it (a pid-derived port in 20000-39999 did,
+ * now and then, under meson's parallel tests: rank 0 could not bind and the others waited). */
+static int free_port(void) {
+  int start = 20000 + (int)(getpid() % 12000);
+  for (int i = 0; i < 12000; i++) {
+    int p = 20000 + (start - 20000 + i) % 12000;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok) return p;
+  }
+  return 20000;
+}
+
 int main(void) {
   char port[16], r[8];
-  snprintf(port, sizeof port, "%d", 20000 + (int)(getpid() % 20000));
+  snprintf(port, sizeof port, "%d", free_port());
   setenv("MINI_MPI_PORT", port, 1);
   setenv("MINI_MPI_SIZE", "3", 1);
   pid_t pids[3];
