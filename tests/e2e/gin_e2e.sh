@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # NCCL's device API (GIN) through a Strand plugin's one-sided export, on the GPU machines (not CI).
 #
-#   tests/e2e/gin_e2e.sh [PLUGIN]     PLUGIN: socket (default), ofi or ib
+#   tests/e2e/gin_e2e.sh [PLUGIN]        PLUGIN: socket (default), ofi or ib
+#   tests/e2e/gin_e2e.sh PLUGIN bench    gp-bench only (gin_proxy/bench/gp_bench.c): one-sided put
+#                                        bandwidth and put+signal round trip beside the net's own
+#                                        send/recv, host windows and GPU windows (docs/benchmarks/gin.md)
 #
 # 1. builds the plugins with the project's meson build (release, tests off: one build definition);
 # 2. builds and runs gin_proxy's own test with every window in GPU memory (test_gin_proxy ... gpu:
@@ -51,12 +54,21 @@ nm -D --defined-only "$so" | grep -q ncclGinPlugin_v11 || { echo "gin_e2e: $so e
 export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 rc=0
 
-# ---- gin_proxy with GPU windows (the meson test needs the tests build; compiled directly here) ----
 cc=${CC:-gcc}
-$cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -I"$root/plugin_api/include" -I"$root/gin_proxy/include" \
-  -I"$root/tests/common" "$root/gin_proxy/tests/test_gin_proxy.c" "$root/tests/common/plugin_test.c" \
-  "$build/gin_proxy/libstrand-gin-proxy.a" "$build/plugin_api/libstrand-sdk.a" -ldl -lpthread -lm \
-  -o "$build/test_gin_proxy"
+sdk_cflags=(-std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -I"$root/plugin_api/include" -I"$root/gin_proxy/include"
+            -I"$root/tests/common")
+sdk_libs=("$root/tests/common/plugin_test.c" "$build/gin_proxy/libstrand-gin-proxy.a"
+          "$build/plugin_api/libstrand-sdk.a" -ldl -lpthread -lm)
+if [[ ${2:-} == bench ]]; then
+  $cc "${sdk_cflags[@]}" "$root/gin_proxy/bench/gp_bench.c" "${sdk_libs[@]}" -o "$build/gp-bench"
+  echo "# $(date -u +%FT%TZ) $(hostname): gp-bench through $so ($(nproc) cores)"
+  "$build/gp-bench" "$so" 2>&1 | grep -v ' INFO '
+  "$build/gp-bench" "$so" gpu 2>&1 | grep -v ' INFO '
+  exit 0
+fi
+
+# ---- gin_proxy with GPU windows (the meson test needs the tests build; compiled directly here) ----
+$cc "${sdk_cflags[@]}" "$root/gin_proxy/tests/test_gin_proxy.c" "${sdk_libs[@]}" -o "$build/test_gin_proxy"
 for n in 2 4; do
   echo "## gin_proxy, GPU windows, $n ranks (processes) on GPU 0"
   if ! timeout 120 "$build/test_gin_proxy" "$build/net_socket/libnccl-net-strand-socket.so" $n gpu \
