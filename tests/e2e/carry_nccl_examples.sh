@@ -3,11 +3,15 @@
 # clone of NCCL's public repository, for the GPU machines, which cannot reach it. The directory is
 # git-ignored and travels with the `device` tool's carry list; tests/e2e/gin_e2e.sh builds the GIN
 # examples from it against the NCCL it finds there.
-#   tests/e2e/carry_nccl_examples.sh NCCL_GIT_DIR [TAG...]   (default tag v2.28.9-1)
-# writes .e2e-carry-nccl/<tag>/{examples,makefiles} in the repository root.
+#   tests/e2e/carry_nccl_examples.sh [--full] NCCL_GIT_DIR [TAG...]   (default tag v2.28.9-1)
+# writes .e2e-carry-nccl/<tag>/{examples,makefiles} in the repository root; with --full the whole
+# source tree of each tag (about 15 MB), so that NCCL itself can be built there (2.30.7: `make -j
+# src.build NVCC_GENCODE=... BUILDDIR=DIR`, then NCCL_HOME=DIR for gin_e2e.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-src=${1:?usage: carry_nccl_examples.sh NCCL_GIT_DIR [TAG...]}
+full=false
+if [ "${1:-}" = --full ]; then full=true; shift; fi
+src=${1:?usage: carry_nccl_examples.sh [--full] NCCL_GIT_DIR [TAG...]}
 shift
 tags=("$@")
 [ ${#tags[@]} -gt 0 ] || tags=(v2.28.9-1)
@@ -15,6 +19,12 @@ for tag in "${tags[@]}"; do
   out=$root/.e2e-carry-nccl/$tag
   rm -rf "$out"
   mkdir -p "$out"
-  git -C "$src" archive "$tag" examples makefiles | tar -x -C "$out"
+  if $full; then
+    git -C "$src" archive "$tag" | tar -x -C "$out"
+  else
+    # the examples moved under docs/ in 2.30
+    paths=$(git -C "$src" ls-tree --name-only "$tag" examples docs/examples makefiles | tr '\n' ' ')
+    git -C "$src" archive "$tag" $paths | tar -x -C "$out"
+  fi
   echo "carried NCCL $tag examples to $out ($(du -sh "$out" | cut -f1))"
 done

@@ -39,7 +39,7 @@ echo "# NCCL: $(ls "$nccl_lib"/libnccl.so* | head -1) (version code $code)"
 # 22809 -> v2.28.9-1
 tag=${E2E_NCCL_TAG:-v$((code / 10000)).$((code / 100 % 100)).$((code % 100))-1}
 examples=$root/.e2e-carry-nccl/$tag
-[[ -d $examples/examples ]] || { echo "gin_e2e: $examples missing: run tests/e2e/carry_nccl_examples.sh NCCL_GIT_DIR $tag on a machine with NCCL's repository and carry .e2e-carry-nccl" >&2; exit 1; }
+[[ -d $examples/makefiles ]] || { echo "gin_e2e: $examples missing: run tests/e2e/carry_nccl_examples.sh NCCL_GIT_DIR $tag on a machine with NCCL's repository and carry .e2e-carry-nccl" >&2; exit 1; }
 
 # ---- plugins (release, tests off) ----
 if command -v meson >/dev/null 2>&1; then meson=(meson); else meson=(python3 -m mesonbuild.mesonmain); fi
@@ -86,11 +86,15 @@ ln -sfn "$nccl_inc" "$home/include"
 ln -sf "$(ls "$nccl_lib"/libnccl.so* | head -1)" "$home/lib/libnccl.so"
 ln -sf "$(ls "$nccl_lib"/libnccl.so* | head -1)" "$home/lib/libnccl.so.2"
 ngpu=$(nvidia-smi -L | wc -l)
-for ex in 02_gin_alltoall_pure 03_gin_alltoall_hybrid; do
-  dir=$build/nccl-examples/$ex
-  mkdir -p "$build/nccl-examples"
-  rm -rf "$build/nccl-examples/src" && cp -r "$examples" "$build/nccl-examples/src"
-  exdir=$build/nccl-examples/src/examples/06_device_api/$ex
+mkdir -p "$build/nccl-examples"
+rm -rf "$build/nccl-examples/src" && cp -r "$examples" "$build/nccl-examples/src"
+# 2.28/2.29: examples/06_device_api/{02_gin_alltoall_pure,03_gin_alltoall_hybrid};
+# 2.30: docs/examples/06_device_api/{02_alltoall_gin,03_alltoall_hybrid}/c
+mapfile -t exdirs < <(find "$build/nccl-examples/src" -path '*06_device_api/0[23]_*' -name Makefile \
+                        -not -path '*/python/*' -printf '%h\n' | sort)
+[[ ${#exdirs[@]} -gt 0 ]] || { echo "gin_e2e: no GIN examples under $examples" >&2; exit 1; }
+for exdir in "${exdirs[@]}"; do
+  ex=$(basename "${exdir%/c}")
   if ! make -s -C "$exdir" NCCL_HOME="$home" CUDA_HOME="$cuda" \
        NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$build/make.$ex.log" 2>&1; then
     tail -20 "$build/make.$ex.log"; rc=1; continue
