@@ -320,7 +320,8 @@ static strand_result_t gp_recv_progress(gp_comm_t *c, int j, const char **what) 
     p->nposted--;
     *what = "applying a message";
     rc = gp_apply(c, j, p->rbuf + (size_t)s * GP_SLOT_BYTES, (size_t)size);
-    if (rc != STRAND_SUCCESS || p->dead) return rc;
+    /* after a BYE nothing more comes: the receives still posted end with the peer's close */
+    if (rc != STRAND_SUCCESS || p->dead || p->closed) return rc;
   }
   *what = "the net's irecv";
   return gp_post_peer(c, j);
@@ -434,7 +435,7 @@ void gp_progress(gp_comm_t *c) {
     if (j == c->rank || c->peers[j].dead || c->peers[j].closed) continue;
     const char *what = "";
     strand_result_t rc = gp_recv_progress(c, j, &what);
-    if (rc == STRAND_SUCCESS && !c->peers[j].dead) rc = gp_send_progress(c, j, &what);
+    if (rc == STRAND_SUCCESS && !c->peers[j].dead && !c->peers[j].closed) rc = gp_send_progress(c, j, &what);
     if (rc != STRAND_SUCCESS) gp_peer_fail(c, j, rc, what);
   }
 }
