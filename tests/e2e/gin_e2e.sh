@@ -114,7 +114,9 @@ for exdir in "${exdirs[@]}"; do
     kill -9 $pid; rc=1
   fi
   wait $pid || { echo "exit status $?"; rc=1; }
-  grep -E 'GIN|RMA|gin_proxy|NET/Plugin|Using network|PASSED|FAILED|mismatch|WARN|rror' "$log" | grep -v 'NCCL_' | sort | uniq -c | sort -rn | head -40
+  grep -aE 'result: |mismatch' "$log" || echo "(no result line)"
+  grep -aE 'GIN/Plugin: Assigned|RMA/Plugin: (Loaded|Assigned)|NET/Plugin: Loaded (net|gin)|WARN' "$log" | \
+    sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | sort -rn | head -12
   grep -q 'PASSED' "$log" && ! grep -q 'FAILED' "$log" || rc=1
 done
 exit $rc
