@@ -127,7 +127,5 @@ void cs_coll_drop_all(cs_comm_t *c);
 void cs_coll_init_slots(cs_comm_t *c);
 void cs_coll_free_slots(cs_comm_t *c);
 
-/* Monotonic seconds. */
-double cs_now(void);
 
 #endif

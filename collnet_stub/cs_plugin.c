@@ -5,9 +5,9 @@
  * all-gathers is the net's own listen handle and connect can dial it with the net's connect. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cs.h"
+#include "strand/net_layer.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
 
@@ -23,50 +23,21 @@ static const strand_param_def_t cs_params[] = {
                       "and NCCL_COLLNET_ENABLE is not 1; on; off = 0 devices (no CollNet)"),
 };
 
-static const strand_net_t *g_bound; /* strand_collnet_stub_for(); wins over the build-time binding */
+/* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()
+ * (build time). */
+static strand_net_layer_t cs_layer = STRAND_NET_LAYER_INIT("collnet_stub");
 
 const strand_net_t *cs_net(void) {
-  const strand_net_t *n = __atomic_load_n(&g_bound, __ATOMIC_ACQUIRE);
-  if (n) return n;
-  return &strand_collnet_stub_net ? strand_collnet_stub_net : NULL;
-}
-
-static bool cs_net_usable(const strand_net_t *n) {
-  return n && n->init && n->devices && n->getProperties && n->listen && n->connect && n->accept &&
-         n->isend && n->irecv && n->test && n->closeSend && n->closeRecv && n->closeListen;
+  return strand_net_layer_net(&cs_layer, &strand_collnet_stub_net ? strand_collnet_stub_net : NULL);
 }
 
 const strand_collnet_t *strand_collnet_stub_for(const strand_net_t *net) {
-  if (!cs_net_usable(net)) {
-    STRAND_WARN("collnet_stub: net table %s lacks a member the stub needs (init, devices, "
-                "getProperties, listen, connect, accept, isend, irecv, test, close*)",
-                net && net->name ? net->name : "(null)");
-    return NULL;
-  }
-  const strand_net_t *expected = NULL;
-  if (!__atomic_compare_exchange_n(&g_bound, &expected, net, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-      expected != net) {
-    STRAND_WARN("collnet_stub: already bound to net %s; one net table per process", expected->name);
-    return NULL;
-  }
-  return &strand_collnet_stub;
-}
-
-double cs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return strand_net_layer_bind(&cs_layer, net) ? &strand_collnet_stub : NULL;
 }
 
 /* Fetches the bound net or says why there is none. */
 static const strand_net_t *cs_need_net(const char *call) {
-  const strand_net_t *n = cs_net();
-  if (!cs_net_usable(n)) {
-    STRAND_WARN("collnet_stub %s: no usable net table bound (STRAND_COLLNET_STUB(table) or "
-                "strand_collnet_stub_for(&table) must name one)", call);
-    return NULL;
-  }
-  return n;
+  return strand_net_layer_need(&cs_layer, &strand_collnet_stub_net ? strand_collnet_stub_net : NULL, call);
 }
 
 static strand_result_t cs_init(void **ctx, uint64_t commId, strand_logger_t logFunction) {

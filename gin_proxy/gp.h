@@ -150,7 +150,6 @@ typedef struct gp_rctx {
 const strand_net_t *gp_net(void);
 /* Live handles, to refuse stale or foreign ones without reading them (gp_plugin.c). */
 extern strand_handle_set_t gp_live_comms, gp_live_rctx, gp_live_mrs, gp_live_reqs;
-double gp_now(void);
 /* The listenComm if live. */
 gp_listen_t *gp_listen_get(void *listenComm);
 /* Frees the contexts still open on a comm being closed. */

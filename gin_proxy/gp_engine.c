@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gp.h"
+#include "strand/net_layer.h"
 
 /* ------------------------------------------------------------------------ requests and checks */
 
@@ -470,8 +471,8 @@ void gp_say_bye(gp_comm_t *c) {
     it->type = GP_MSG_BYE;
     gp_item_push(p, it);
   }
-  double end = gp_now() + GP_BYE_BOUND_S;
-  for (bool pending = true; pending && gp_now() < end;) {
+  double end = strand_now_s() + GP_BYE_BOUND_S;
+  for (bool pending = true; pending && strand_now_s() < end;) {
     pending = false;
     for (int j = 0; j < c->nranks; j++)
       if (j != c->rank && !c->peers[j].dead && gp_bye_pending(c, j)) pending = true;

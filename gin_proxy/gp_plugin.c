@@ -5,9 +5,9 @@
  * net's own listen handle and connect can dial it with the net's connect. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gp.h"
+#include "strand/net_layer.h"
 
 strand_handle_set_t gp_live_comms = STRAND_HANDLE_SET_INIT;
 strand_handle_set_t gp_live_rctx = STRAND_HANDLE_SET_INIT;
@@ -16,49 +16,20 @@ strand_handle_set_t gp_live_reqs = STRAND_HANDLE_SET_INIT;
 static strand_handle_set_t gp_live_ctx = STRAND_HANDLE_SET_INIT;
 static strand_handle_set_t gp_live_listens = STRAND_HANDLE_SET_INIT;
 
-static const strand_net_t *g_bound; /* strand_gin_proxy_for(); wins over the build-time binding */
+/* The net gin_proxy drives: strand_gin_proxy_for() (run time) wins over STRAND_GIN_PROXY()
+ * (build time). */
+static strand_net_layer_t gp_layer = STRAND_NET_LAYER_INIT("gin_proxy");
 
 const strand_net_t *gp_net(void) {
-  const strand_net_t *n = __atomic_load_n(&g_bound, __ATOMIC_ACQUIRE);
-  if (n) return n;
-  return &strand_gin_proxy_net ? strand_gin_proxy_net : NULL;
-}
-
-static bool gp_net_usable(const strand_net_t *n) {
-  return n && n->init && n->devices && n->getProperties && n->listen && n->connect && n->accept &&
-         n->isend && n->irecv && n->test && n->closeSend && n->closeRecv && n->closeListen;
+  return strand_net_layer_net(&gp_layer, &strand_gin_proxy_net ? strand_gin_proxy_net : NULL);
 }
 
 const strand_rma_t *strand_gin_proxy_for(const strand_net_t *net) {
-  if (!gp_net_usable(net)) {
-    STRAND_WARN("gin_proxy: net table %s lacks a member gin_proxy needs (init, devices, "
-                "getProperties, listen, connect, accept, isend, irecv, test, close*)",
-                net && net->name ? net->name : "(null)");
-    return NULL;
-  }
-  const strand_net_t *expected = NULL;
-  if (!__atomic_compare_exchange_n(&g_bound, &expected, net, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-      expected != net) {
-    STRAND_WARN("gin_proxy: already bound to net %s; one net table per process", expected->name);
-    return NULL;
-  }
-  return &strand_gin_proxy;
-}
-
-double gp_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return strand_net_layer_bind(&gp_layer, net) ? &strand_gin_proxy : NULL;
 }
 
 static const strand_net_t *gp_need_net(const char *call) {
-  const strand_net_t *n = gp_net();
-  if (!gp_net_usable(n)) {
-    STRAND_WARN("gin_proxy %s: no usable net table bound (STRAND_GIN_PROXY(table) or "
-                "strand_gin_proxy_for(&table) must name one)", call);
-    return NULL;
-  }
-  return n;
+  return strand_net_layer_need(&gp_layer, &strand_gin_proxy_net ? strand_gin_proxy_net : NULL, call);
 }
 
 static gp_ctx_t *gp_ctx_get(void *ctx, const char *call) {

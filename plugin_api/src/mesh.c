@@ -12,6 +12,7 @@
 
 #include "strand/log.h"
 #include "strand/mesh.h"
+#include "strand/net_layer.h"
 
 typedef struct {
   const strand_mesh_spec_t *s;
@@ -29,11 +30,6 @@ typedef struct {
   int nacc;
 } mesh_form_t;
 
-static double mesh_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void mesh_pause(void) {
   struct timespec ts = {0, 50000}; /* 50 us: the peers are starting too; do not spin a core */
@@ -215,14 +211,14 @@ static void mesh_form_free(mesh_form_t *f) {
 }
 
 static strand_result_t mesh_loop(mesh_form_t *f) {
-  double deadline = mesh_now() + f->s->timeout_s;
+  double deadline = strand_now_s() + f->s->timeout_s;
   for (;;) {
     bool progress = false, all = true;
     strand_result_t rc = mesh_pass_send(f, &progress, &all);
     if (rc == STRAND_SUCCESS) rc = mesh_pass_recv(f, &progress, &all);
     if (rc != STRAND_SUCCESS) return rc;
     if (all) return STRAND_SUCCESS;
-    if (mesh_now() > deadline) {
+    if (strand_now_s() > deadline) {
       mesh_timeout(f);
       return STRAND_REMOTE_ERROR;
     }
