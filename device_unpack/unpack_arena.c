@@ -7,7 +7,6 @@
  * Allocator: a bitmap of 4 KiB pages, first fit from a rotating cursor, under one mutex. Callers
  * allocate one contiguous run per receive (a few hundred pages at most), so a scan that skips full
  * 64-page words is plenty; the lock is taken twice per receive (irecv, irecvConsumed). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,77 +14,43 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "strand/cuda_driver.h"
 #include "strand/log.h"
 #include "strand/unpack.h"
 #include "unpack_internal.h"
 
-/* ---- libcuda, loaded at run time --------------------------------------------------------------
- * Only the handful of driver entry points the arena needs, by their exported names (the _v2 names
- * are the ABI the CUDA headers map the plain names to). */
-typedef int cu_result_t; /* CUresult: 0 = CUDA_SUCCESS */
-#define CU_MEMHOSTALLOC_PORTABLE 0x01
-#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
-
-static struct {
-  pthread_once_t once;
-  bool ok;
-  cu_result_t (*init)(unsigned);
-  cu_result_t (*ctx_get_current)(void **);
-  cu_result_t (*ctx_get_device)(int *);
-  cu_result_t (*mem_host_alloc)(void **, size_t, unsigned);
-  cu_result_t (*mem_host_get_device_pointer)(unsigned long long *, void *, unsigned);
-  cu_result_t (*mem_free_host)(void *);
-} cu = {.once = PTHREAD_ONCE_INIT};
-
-static void cu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) return;
-  *(void **)&cu.init = dlsym(h, "cuInit");
-  *(void **)&cu.ctx_get_current = dlsym(h, "cuCtxGetCurrent");
-  *(void **)&cu.ctx_get_device = dlsym(h, "cuCtxGetDevice");
-  *(void **)&cu.mem_host_alloc = dlsym(h, "cuMemHostAlloc");
-  *(void **)&cu.mem_host_get_device_pointer = dlsym(h, "cuMemHostGetDevicePointer_v2");
-  *(void **)&cu.mem_free_host = dlsym(h, "cuMemFreeHost");
-  cu.ok = cu.init && cu.ctx_get_current && cu.ctx_get_device && cu.mem_host_alloc &&
-          cu.mem_host_get_device_pointer && cu.mem_free_host && cu.init(0) == 0;
-  if (!cu.ok) {
-    STRAND_INFO(STRAND_SUBSYS_INIT, "device_unpack: libcuda.so.1 loaded but unusable (missing "
-                "entry points or cuInit failed); the bounce arena uses plain host memory");
-    /* Keep the library loaded: it is process-wide and libcuda does not like being unloaded. */
-  }
-}
-
-bool strand_unpack_cuda_available(void) {
-  pthread_once(&cu.once, cu_load);
-  return cu.ok;
-}
+/* ---- libcuda: the SDK's run-time loader (strand/cuda_driver.h) ---------------------------- */
+bool strand_unpack_cuda_available(void) { return strand_cuda() != NULL; }
 
 /* The GPU whose context is current on this thread (NCCL's proxy thread has its device's
  * context current), or -1. */
 static int cuda_current_device(void) {
-  if (!strand_unpack_cuda_available()) return -1;
-  void *ctx = NULL;
+  const strand_cuda_t *cu = strand_cuda();
+  if (!cu) return -1;
+  strand_cu_ctx_t ctx = NULL;
   int dev = -1;
-  if (cu.ctx_get_current(&ctx) != 0 || ctx == NULL) return -1;
-  if (cu.ctx_get_device(&dev) != 0) return -1;
+  if (cu->ctxGetCurrent(&ctx) != STRAND_CU_SUCCESS || ctx == NULL) return -1;
+  if (cu->ctxGetDevice(&dev) != STRAND_CU_SUCCESS) return -1;
   return dev;
 }
 
 int unpack_mem_alloc(bool cuda, size_t bytes, const char *what, void **host, void **dev) {
   *host = *dev = NULL;
   if (cuda) {
+    const strand_cuda_t *cu = strand_cuda();
     void *h = NULL;
-    unsigned long long d = 0;
-    cu_result_t r = cu.mem_host_alloc(&h, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    strand_cu_devptr_t d = 0;
+    strand_cu_result_t r = cu->memHostAlloc(&h, bytes, STRAND_CU_MEMHOSTALLOC_DEVICEMAP |
+                                                           STRAND_CU_MEMHOSTALLOC_PORTABLE);
     if (r != 0) {
       STRAND_WARN("device_unpack: cuMemHostAlloc of %zu bytes for the %s failed (CUresult %d); "
                   "lower the arena size or check the pinned-memory limit", bytes, what, r);
       return -1;
     }
-    r = cu.mem_host_get_device_pointer(&d, h, 0);
+    r = cu->memHostGetDevicePointer(&d, h, 0);
     if (r != 0) {
       STRAND_WARN("device_unpack: cuMemHostGetDevicePointer for the %s failed (CUresult %d)", what, r);
-      cu.mem_free_host(h);
+      cu->memFreeHost(h);
       return -1;
     }
     memset(h, 0, bytes);
@@ -110,7 +75,7 @@ int unpack_mem_alloc(bool cuda, size_t bytes, const char *what, void **host, voi
 
 void unpack_mem_free(bool cuda, void *host, size_t bytes) {
   if (host == NULL) return;
-  if (cuda) cu.mem_free_host(host);
+  if (cuda) strand_cuda()->memFreeHost(host);
   else munmap(host, bytes);
 }
 

@@ -1,5 +1,6 @@
 /* Strand SDK — internals shared by the export layer (export_common.c, export_net.c,
- * export_collnet.c, export_tuner.c). Not installed: plugins only see strand/plugin.h and strand/tuner.h.
+ * export_collnet.c, export_tuner.c, export_rma.c, export_gin.c). Not installed: plugins only see
+ * strand/plugin.h and strand/tuner.h.
  *
  * The unit tests include this header too: the *_fill_tables() and *_reset_for_test() hooks let
  * them swap members of the mock plugin table and start from a fresh "just loaded" state. */
@@ -44,6 +45,11 @@ extern STRAND_EXPORT_SYMBOL strand_tuner_v3_t ncclTunerPlugin_v3;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v4_t ncclTunerPlugin_v4;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v5_t ncclTunerPlugin_v5;
 extern STRAND_EXPORT_SYMBOL strand_tuner_v6_t ncclTunerPlugin_v6;
+/* Defined in export_rma.c / export_gin.c, linked in only with STRAND_RMA_PLUGIN. */
+extern STRAND_EXPORT_SYMBOL strand_rma_v13_t ncclRmaPlugin_v13;
+extern STRAND_EXPORT_SYMBOL strand_rma_v14_t ncclRmaPlugin_v14;
+extern STRAND_EXPORT_SYMBOL strand_gin_v11_t ncclGinPlugin_v11;
+extern STRAND_EXPORT_SYMBOL strand_gin_v12_t ncclGinPlugin_v12;
 
 /* ---- logging: the export layer's own WARN/INFO, through the logger the core gave to init ---- */
 void strand_export_set_logger(strand_logger_t logger);
@@ -55,6 +61,18 @@ void strand_export_log(strand_log_level_t level, int line, const char *fmt, ...)
 /* ---- which table the core picked (learnt from the init it called) ---- */
 void strand_export_note_net_version(int version);
 void strand_export_note_collnet_version(int version);
+void strand_export_note_rma_version(int version);
+
+/* ---- what export_gin.c borrows from export_rma.c ---- */
+/* init of any one-sided version: logger bridge, version note, the plugin's init. */
+strand_result_t strand_export_rma_init(int version, void **ctx, uint64_t commId,
+                                       strand_logger_t logger);
+/* regMrSym / regMrSymDmaBuf of v11..v13 cores: the plugin's, with the ginHandle = the mhandle. */
+strand_result_t strand_export_rma_regmr(void *collComm, void *data, size_t size, int type,
+                                        uint64_t mrFlags, void **mhandle, void **ginHandle);
+strand_result_t strand_export_rma_regmr_dmabuf(void *collComm, void *data, size_t size, int type,
+                                               uint64_t offset, int fd, uint64_t mrFlags,
+                                               void **mhandle, void **ginHandle);
 
 /* ---- argument narrowing / widening ---- */
 /* An int size/count from a v6..v8 core as size_t; negative → STRAND_INTERNAL_ERROR + WARN. */
@@ -95,6 +113,9 @@ void strand_export_net_reset_for_test(void);  /* forget contexts and the noted v
 void strand_export_collnet_fill_tables(void);
 void strand_export_collnet_reset_for_test(void);
 void strand_export_tuner_fill_tables(void);
+void strand_export_rma_fill_tables(void);     /* ncclRmaPlugin_v13/_v14 from strand_plugin_rma */
+void strand_export_gin_fill_tables(void);     /* ncclGinPlugin_v11/_v12 from strand_plugin_rma */
+void strand_export_rma_reset_for_test(void);  /* forget the noted version */
 void strand_export_tuner_reset_for_test(void);  /* forget the noted version and the once-WARNs */
 /* The v4..v6 getCollInfo: the plugin's, with ignored cost entries restored and nChannels kept in
  * 0..STRAND_TUNER_MAX_CHANNELS afterwards (a WARN once per kind of mistake). */

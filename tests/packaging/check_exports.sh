@@ -1,7 +1,8 @@
 #!/bin/bash
 # Every Strand plugin .so in the build tree exports ncclNetPlugin_v* / ncclCollNetPlugin_v* /
-# ncclTunerPlugin_v* and nothing else (DESIGN.md: several plugins must live in one process), as
-# data symbols, with complete sets (net and CollNet v6..v12, tuner v2..v6). Plugins are found by
+# ncclTunerPlugin_v* / ncclGinPlugin_v* / ncclRmaPlugin_v* and nothing else (DESIGN.md: several
+# plugins must live in one process), as data symbols, with complete sets (net and CollNet v6..v12,
+# tuner v2..v6, one-sided: ncclGinPlugin_v11/_v12 with ncclRmaPlugin_v13/_v14). Plugins are found by
 # name (libnccl-net-strand-*.so) outside tests/, plus the two packaging fixtures given on the
 # command line, which are also dlopen'ed and inspected.
 #
@@ -19,8 +20,8 @@ check_one() { # $1 = .so path
     fail "$so: nm failed: $syms"
     return
   fi
-  bad=$(awk '$NF !~ /^(ncclNetPlugin_v[0-9]+|ncclCollNetPlugin_v[0-9]+|ncclTunerPlugin_v[0-9]+)$/ {print $NF}' <<<"$syms")
-  [ -z "$bad" ] || fail "$so exports symbols besides ncclNetPlugin_v*/ncclCollNetPlugin_v*/ncclTunerPlugin_v*: $(echo $bad)"
+  bad=$(awk '$NF !~ /^(ncclNetPlugin_v[0-9]+|ncclCollNetPlugin_v[0-9]+|ncclTunerPlugin_v[0-9]+|ncclGinPlugin_v[0-9]+|ncclRmaPlugin_v[0-9]+)$/ {print $NF}' <<<"$syms")
+  [ -z "$bad" ] || fail "$so exports symbols besides NCCL's plugin tables: $(echo $bad)"
   # NCCL looks the tables up as data: a function (type T/t) of that name would be read as a table.
   bad=$(awk 'NF >= 3 && $2 !~ /^[BbDdRrGgSs]$/ {print $NF "(" $2 ")"}' <<<"$syms")
   [ -z "$bad" ] || fail "$so: these plugin symbols are not data objects: $(echo $bad)"
@@ -37,6 +38,13 @@ check_one() { # $1 = .so path
     for v in 2 3 4 5 6; do
       grep -qw "ncclTunerPlugin_v$v" <<<"$syms" || missing="$missing ncclTunerPlugin_v$v"
     done
+  fi
+  if grep -qE 'ncclGinPlugin_v|ncclRmaPlugin_v' <<<"$syms"; then
+    for t in ncclGinPlugin_v11 ncclGinPlugin_v12 ncclRmaPlugin_v13 ncclRmaPlugin_v14; do
+      grep -qw "$t" <<<"$syms" || missing="$missing $t"
+    done
+    # A proxy offering must not go out as device-side GIN: NCCL 2.30 skips it there.
+    grep -qwE 'ncclGinPlugin_v1[34]' <<<"$syms" && fail "$so exports ncclGinPlugin_v13/_v14 (proxy GIN goes out as RMA)"
   fi
   [ -z "$missing" ] || fail "$so: missing$missing"
   echo "checked $so: $(awk '{print $NF}' <<<"$syms" | sort -V | tr '\n' ' ')"
@@ -55,6 +63,8 @@ nm -D --defined-only "$fixture_net" | grep -q ncclCollNetPlugin_v && \
   fail "$fixture_net: CollNet symbols exported without a CollNet table"
 nm -D --defined-only "$fixture_net" | grep -q ncclTunerPlugin_v && \
   fail "$fixture_net: tuner symbols exported without a tuner"
+nm -D --defined-only "$fixture_net" | grep -qE 'ncclGinPlugin_v|ncclRmaPlugin_v' && \
+  fail "$fixture_net: GIN/RMA symbols exported without an RMA table"
 nm -D --defined-only "$fixture_both" | grep -q ncclTunerPlugin_v6 || \
   fail "$fixture_both: no tuner symbols although it has a tuner"
 "$dlopen_check" "$fixture_both" strand-pkgboth collnet || fail "dlopen check of $fixture_both"
