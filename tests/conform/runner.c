@@ -404,6 +404,8 @@ static void describe_plugin(const conform_plugin_t *p, bool loaded, const char *
            conform_opts.all_abis ? " (and every other exported version: --all-abis)" : "",
            conform_opts.nranks, effective_max_bytes(),
            conform_opts.quick ? " (--quick)" : "");
+  if (p->has_rma)
+    snprintf(out + strlen(out), len - strlen(out), "; one-sided: %s (rma.*)", p->rma_symbol);
 }
 
 static int rank_main(const char *hostport, int rank, int nranks,
