@@ -5,6 +5,7 @@
 
 #include "ib.h"
 #include "strand/collnet_stub.h"
+#include "strand/gin_proxy.h"
 #include "strand/lifetime.h"
 
 void ib_conn_teardown(void); /* ib_conn.c */
@@ -126,3 +127,4 @@ STRAND_NET_PLUGIN(ib_net);
  * that supports GPU memory the stub stays dormant unless NCCL_COLLNET_ENABLE=1, so that its
  * host-only CollNet device does not switch GPUDirect off for the net (docs/plugins/collnet.md). */
 STRAND_COLLNET_STUB_OPT_IN(ib_net);
+STRAND_GIN_PROXY_OPT_IN(ib_net);

@@ -4,6 +4,7 @@
 
 #include "ofi.h"
 #include "strand/collnet_stub.h"
+#include "strand/gin_proxy.h"
 #include "strand/lifetime.h"
 
 typedef struct {
@@ -137,3 +138,4 @@ static const strand_net_t ofi_net = {
 STRAND_NET_PLUGIN(ofi_net);
 /* CollNet on the hosts over this transport (collnet_stub, meson option collnet_stub). */
 STRAND_COLLNET_STUB_OPT_IN(ofi_net);
+STRAND_GIN_PROXY_OPT_IN(ofi_net);

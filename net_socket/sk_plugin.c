@@ -7,6 +7,7 @@
 
 #include "sk.h"
 #include "strand/collnet_stub.h"
+#include "strand/gin_proxy.h"
 #include "strand/lifetime.h"
 #include "strand/log.h"
 
@@ -106,3 +107,4 @@ static const strand_net_t sk_net = {
 STRAND_NET_PLUGIN(sk_net);
 /* CollNet on the hosts over this transport (collnet_stub, meson option collnet_stub). */
 STRAND_COLLNET_STUB_OPT_IN(sk_net);
+STRAND_GIN_PROXY_OPT_IN(sk_net);
