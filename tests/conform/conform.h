@@ -305,6 +305,9 @@ int conform_results_seen(const conform_result_seen_t **seen);
  * (case-insensitive: "leak", "not freed", "not released", "not been freed", "still allocated",
  * "still registered", "still in use", "still open", "outstanding"). *first gets the first one. */
 int conform_close_warnings(const char **first);
+/* Why upgrade.c's v13 one-sided adapter refused the last init, as NCCL 2.30's does when device 0
+ * is not GIN_PROXY; "" when it did not (rma.*). */
+const char *conform_upgrade_rma_refusal(void);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);

@@ -73,12 +73,7 @@ const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const ch
 void conform_upgrade_collnet(conform_plugin_t *p);
 /* Build p->rma from p->raw_rma (version p->rma_version) as NCCL's adapters do (upgrade.c). */
 void conform_upgrade_rma(conform_plugin_t *p);
-/* Why the v13 adapter refused an init (NCCL 2.30 refuses a v13 table whose device 0 is not
- * GIN_PROXY), or "" when it did not. */
-const char *conform_upgrade_rma_refusal(void);
-/* For the v11..v13 adapters: the ginHandle regMrSym returned with the registration `mh` the
- * adapted table handed out (what NCCL gives the data path), or NULL when mh is none of them. */
-void *conform_upgrade_rma_gin_handle(void *mh);
+
 /* Re-read p->raw_net / p->raw_collnet into p->net / p->collnet without resetting the adapters'
  * init-once state (after the first successful init: tables filled in by init, §1.3). */
 void conform_upgrade_reread(conform_plugin_t *p);

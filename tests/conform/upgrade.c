@@ -618,10 +618,6 @@ static rma_reg_t *rreg_of(void *h) {
   if (r >= g_rregs && r < g_rregs + RMA_MAX_REGS && r->magic == RMA_REG_MAGIC) return r;
   return NULL;
 }
-void *conform_upgrade_rma_gin_handle(void *mh) {
-  rma_reg_t *r = rreg_of(mh);
-  return r ? r->gh : NULL;
-}
 static void *rreg_mh(void *h) {
   rma_reg_t *r = rreg_of(h);
   return r ? r->mh : h;

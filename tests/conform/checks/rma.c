@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "conform.h"
-#include "conform_internal.h"
 
 #define RMA_WAIT_S 5.0          /* bound on one request or one arrival, x --timeout-scale */
 #define RMA_COMPLETE_S 2.0      /* rma.completion-bound's bound on a small put */
