@@ -42,6 +42,16 @@
 /* ------------------------------------------------------------------------------------------- */
 /* The loaded plugin, as c->plugin shows it (loader.c + upgrade.c fill it).                      */
 
+/* One exported one-sided symbol (loader.c). */
+#define CONFORM_MAX_RMA_SYMS 6
+typedef struct {
+  const char *symbol;  /* "ncclRmaPlugin_v14", ... */
+  int version;         /* 11..14 */
+  bool gin;            /* an ncclGin_vN_t table (else ncclRma_vN_t) */
+  bool data_path;      /* host data path (everything but ncclGinPlugin_v14) */
+  const void *table;
+} conform_rma_sym_t;
+
 typedef struct {
   char candidate[CONFORM_PATH_MAX];     /* the candidate string that loaded (§1.1) */
   char resolved[CONFORM_PATH_MAX];      /* path of the library actually opened (dlinfo) */
@@ -64,6 +74,22 @@ typedef struct {
   strand_net_v12_t net;
   strand_collnet_v12_t collnet;
   bool has_collnet;
+
+  /* One-sided tables (GIN/RMA, checks/rma.c), probed as NCCL does: every exported symbol of
+   * ncclRmaPlugin_v14, ncclRmaPlugin_v13, ncclGinPlugin_v13, ncclGinPlugin_v12, ncclGinPlugin_v11
+   * (host data path: NCCL's GIN proxy drives them) and ncclGinPlugin_v14 (device-side GIN only:
+   * table checks only). */
+  conform_rma_sym_t rma_found[CONFORM_MAX_RMA_SYMS];
+  int n_rma_found;
+  /* The host-data-path table under test (--rma-abi, default the first found above): its version
+   * (11..14; 0 = none), symbol and raw table, and what checks call: a v14-shaped table, the plugin's
+   * own for ncclRmaPlugin_v14, upgrade.c's adapters for the others (NCCL's: v13 signals all strong,
+   * regMrSym's ginHandle given to the data path, v11/v12 context-free calls on the collComm). */
+  int rma_version;
+  const char *rma_symbol;
+  const void *raw_rma;
+  strand_rma_v14_t rma;
+  bool has_rma;
 } conform_plugin_t;
 
 /* Raw getProperties of the version under test into a caller buffer (canary checks, §5.1/10). */
@@ -92,6 +118,8 @@ enum {
    * --all-abis it runs once, at the newest version; the other versions report it as a skip that
    * says so. When unsure, a check stays per-ABI. */
   CONFORM_F_ABI_INDEPENDENT = 1u << 4,
+  /* skipped (with reason) when the library exports no host-data-path GIN/RMA table */
+  CONFORM_F_RMA = 1u << 5,
 };
 
 typedef struct {
@@ -117,6 +145,7 @@ extern const conform_check_t conform_checks_collnet[];
 extern const conform_check_t conform_checks_unpack[];
 extern const conform_check_t conform_checks_hostile[];
 extern const conform_check_t conform_checks_tuner[];
+extern const conform_check_t conform_checks_rma[];
 
 /* ------------------------------------------------------------------------------------------- */
 /* What a check body sees.                                                                      */
@@ -126,6 +155,8 @@ struct conform_ctx {
   const conform_plugin_t *plugin;
   const strand_net_v12_t *net;         /* == &plugin->net */
   const strand_collnet_v12_t *collnet; /* NULL when the library has no CollNet */
+  const strand_rma_v14_t *rma;         /* v14-shaped one-sided table; NULL when none (rma.*) */
+  int rma_version;                     /* GIN/RMA version under test (11..14), 0 = none */
   int version;                         /* ABI version under test (6..12) */
   int rank, nranks;
   int next, prev;                      /* ring neighbours: we send to next, receive from prev */
@@ -274,6 +305,9 @@ int conform_results_seen(const conform_result_seen_t **seen);
  * (case-insensitive: "leak", "not freed", "not released", "not been freed", "still allocated",
  * "still registered", "still in use", "still open", "outstanding"). *first gets the first one. */
 int conform_close_warnings(const char **first);
+/* Why upgrade.c's v13 one-sided adapter refused the last init, as NCCL 2.30's does when device 0
+ * is not GIN_PROXY; "" when it did not (rma.*). */
+const char *conform_upgrade_rma_refusal(void);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);

@@ -13,6 +13,7 @@
 typedef struct {
   const char *plugin;        /* PLUGIN argument (path or name); NULL = NCCL_NET_PLUGIN rules */
   int abi_forced;            /* --abi vN: 6..12, 0 = newest exported */
+  int rma_abi_forced;        /* --rma-abi vN: 11..14, 0 = newest one-sided table exported */
   bool all_abis;             /* --all-abis */
   int nranks;                /* --nranks (default 2) */
   int rank;                  /* --rank, multi-host only; -1 = local mode (fork nranks) */
@@ -70,6 +71,9 @@ void conform_upgrade_net(conform_plugin_t *p);
 void conform_results_log_open(void);
 const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const char *check_id);
 void conform_upgrade_collnet(conform_plugin_t *p);
+/* Build p->rma from p->raw_rma (version p->rma_version) as NCCL's adapters do (upgrade.c). */
+void conform_upgrade_rma(conform_plugin_t *p);
+
 /* Re-read p->raw_net / p->raw_collnet into p->net / p->collnet without resetting the adapters'
  * init-once state (after the first successful init: tables filled in by init, §1.3). */
 void conform_upgrade_reread(conform_plugin_t *p);

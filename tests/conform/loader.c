@@ -94,6 +94,43 @@ static const char *table_name(const void *table) {
   return table ? *(const char *const *)table : NULL;
 }
 
+/* The one-sided tables, in the order NCCL looks them up (newest core first): 2.30's RMA loader
+ * takes ncclRmaPlugin_v14, then ncclRmaPlugin_v13, then ncclGinPlugin_v13 as a v13 RMA; 2.29 and
+ * 2.28 take ncclGinPlugin_v12 / _v11 in GIN proxy mode. ncclGinPlugin_v14 is device-side only. */
+static const conform_rma_sym_t rma_probe[] = {
+  {"ncclRmaPlugin_v14", 14, false, true, NULL}, {"ncclRmaPlugin_v13", 13, false, true, NULL},
+  {"ncclGinPlugin_v13", 13, true, true, NULL},  {"ncclGinPlugin_v12", 12, true, true, NULL},
+  {"ncclGinPlugin_v11", 11, true, true, NULL},  {"ncclGinPlugin_v14", 14, true, false, NULL},
+};
+
+static void probe_rma(conform_plugin_t *p) {
+  p->n_rma_found = 0;
+  for (size_t i = 0; i < sizeof rma_probe / sizeof rma_probe[0]; i++) {
+    const void *t = dlsym(p->dl, rma_probe[i].symbol);
+    if (!t) continue;
+    p->rma_found[p->n_rma_found] = rma_probe[i];
+    p->rma_found[p->n_rma_found++].table = t;
+  }
+}
+
+/* The host-data-path table to drive: --rma-abi's version, else the first NCCL would take. */
+static void select_rma(conform_plugin_t *p) {
+  p->rma_version = 0;
+  p->rma_symbol = NULL;
+  p->raw_rma = NULL;
+  for (int i = 0; i < p->n_rma_found; i++) {
+    const conform_rma_sym_t *s = &p->rma_found[i];
+    if (!s->data_path) continue;
+    if (conform_opts.rma_abi_forced && s->version != conform_opts.rma_abi_forced) continue;
+    p->rma_version = s->version;
+    p->rma_symbol = s->symbol;
+    p->raw_rma = s->table;
+    break;
+  }
+  if (p->raw_rma) logf_append(p, "one-sided table under test: %s", p->rma_symbol);
+  conform_upgrade_rma(p);
+}
+
 int conform_plugin_select(conform_plugin_t *p, int abi, char *err, size_t errlen) {
   int v = 0;
   if (abi) {
@@ -113,6 +150,8 @@ int conform_plugin_select(conform_plugin_t *p, int abi, char *err, size_t errlen
   p->raw_collnet = p->collnet_version ? conform_plugin_symbol(p, true, p->collnet_version) : NULL;
   conform_upgrade_net(p);
   conform_upgrade_collnet(p);
+  if (p->n_rma_found == 0) probe_rma(p);
+  select_rma(p);
   return 0;
 }
 

@@ -11,12 +11,13 @@
 enum {
   OPT_ABI = 1000, OPT_ALL_ABIS, OPT_NRANKS, OPT_RANK, OPT_COORD, OPT_MAX_BYTES, OPT_QUICK,
   OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_CLOSE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
-  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT,
+  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT, OPT_RMA_ABI,
 };
 
 static const struct option common_opts[] = {
   {"abi", required_argument, 0, OPT_ABI},
   {"all-abis", no_argument, 0, OPT_ALL_ABIS},
+  {"rma-abi", required_argument, 0, OPT_RMA_ABI},
   {"nranks", required_argument, 0, OPT_NRANKS},
   {"rank", required_argument, 0, OPT_RANK},
   {"coordinator", required_argument, 0, OPT_COORD},
@@ -53,6 +54,9 @@ static void usage(FILE *f) {
     "\n"
     "  --abi vN               test ABI version N (6..12) instead of the newest exported\n"
     "  --all-abis             run the suite once per exported ncclNetPlugin_vN\n"
+    "  --rma-abi vN           drive the one-sided table of version N (14, 13: ncclRmaPlugin_vN,\n"
+    "                         else ncclGinPlugin_v13; 12, 11: ncclGinPlugin_vN) for rma.*\n"
+    "                         instead of the newest exported\n"
     "  --nranks N             ranks (default 2); local mode forks N processes\n"
     "  --coordinator H:P      multi-host: rank 0 listens on H:P, the others connect to it\n"
     "  --rank R               multi-host: this process's rank\n"
@@ -102,6 +106,16 @@ int conform_parse_opts(int argc, char **argv) {
       break;
     }
     case OPT_ALL_ABIS: conform_opts.all_abis = true; break;
+    case OPT_RMA_ABI: {
+      const char *a = optarg[0] == 'v' || optarg[0] == 'V' ? optarg + 1 : optarg;
+      int v = atoi(a);
+      if (v < 11 || v > 14) {
+        fprintf(stderr, "strand-conform: --rma-abi wants v11..v14, got \"%s\"\n", optarg);
+        return -1;
+      }
+      conform_opts.rma_abi_forced = v;
+      break;
+    }
     case OPT_NRANKS: conform_opts.nranks = atoi(optarg); break;
     case OPT_RANK: conform_opts.rank = atoi(optarg); break;
     case OPT_COORD: snprintf(conform_opts.coordinator, sizeof conform_opts.coordinator, "%s", optarg); break;

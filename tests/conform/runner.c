@@ -60,6 +60,8 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
   /* A NULL-table (plugin not loaded) stays as it is; otherwise calls go through the watcher. */
   c.net = conform_plugin_loaded ? conform_watch_net(&p->net, it->check->id) : &p->net;
   c.collnet = p->has_collnet ? &p->collnet : NULL;
+  c.rma = p->has_rma ? &p->rma : NULL;
+  c.rma_version = p->has_rma ? p->rma_version : 0;
   c.version = it->version;
   c.rank = rank;
   c.nranks = nranks;
@@ -402,6 +404,8 @@ static void describe_plugin(const conform_plugin_t *p, bool loaded, const char *
            conform_opts.all_abis ? " (and every other exported version: --all-abis)" : "",
            conform_opts.nranks, effective_max_bytes(),
            conform_opts.quick ? " (--quick)" : "");
+  if (p->has_rma)
+    snprintf(out + strlen(out), len - strlen(out), "; one-sided: %s (rma.*)", p->rma_symbol);
 }
 
 static int rank_main(const char *hostport, int rank, int nranks,
@@ -476,6 +480,14 @@ static int rank_main(const char *hostport, int rank, int nranks,
     } else if ((it->check->flags & CONFORM_F_COLLNET) && conform_plugin_loaded && !p->has_collnet) {
       res.status = CONFORM_SKIP;
       snprintf(res.msg, sizeof res.msg, "the library exports no ncclCollNetPlugin_v* symbol");
+    } else if ((it->check->flags & CONFORM_F_RMA) && conform_plugin_loaded && !p->has_rma) {
+      res.status = CONFORM_SKIP;
+      if (conform_opts.rma_abi_forced)
+        snprintf(res.msg, sizeof res.msg, "--rma-abi v%d: the library exports no one-sided table of "
+                 "that version", conform_opts.rma_abi_forced);
+      else
+        snprintf(res.msg, sizeof res.msg, "the library exports no ncclRmaPlugin_v14/_v13 or "
+                 "ncclGinPlugin_v13/_v12/_v11 symbol (no GIN proxy data path)");
     } else {
       if (conform_plugin_loaded && it->version != cur_version) {
         char e[256];

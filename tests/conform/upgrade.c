@@ -580,3 +580,227 @@ void conform_upgrade_reread(conform_plugin_t *p) {
   fill_net(p);
   fill_collnet(p);
 }
+
+/* ------------------------------------------------------------------ one-sided (GIN / RMA) */
+/* Every older one-sided table adapted to the v14 RMA shape the way NCCL's adapters do:
+ *   v13 (ncclRmaPlugin_v13 or ncclGinPlugin_v13): 2.30's adapter refuses a table whose device 0
+ *       is not GIN_PROXY; createContext gets {nContexts, trafficClass} and a device-handle
+ *       out-pointer; regMrSym's ginHandle is what the data path gets; iputSignal drops
+ *       isStrongSignal (every v13 signal is strong).
+ *   v12/v11 (ncclGinPlugin_v12/_v11, GIN proxy mode of 2.29/2.28): no contexts: the "context" is
+ *       the collComm, createContext/destroyContext are the adapter's; iput/iputSignal/test take
+ *       the collComm (v12: a connectionId = the context index, connect(nConnections 1, queue
+ *       depth)); no iget/iflush; properties are ncclNetProperties_v11. */
+
+static const void *g_rraw;
+static int g_rver;
+static char g_rma_refusal[256];
+#define RG(N) ((const strand_gin_v##N##_t *)g_rraw)
+#define RMA_QUEUE_DEPTH 1024 /* what the suite's adapter asks of connect/createContext */
+
+const char *conform_upgrade_rma_refusal(void) { return g_rma_refusal; }
+
+/* Registrations of the v11..v13 adapters: {mhandle, ginHandle}. Never freed: a deregistered one
+ * stays (dead) so that a second dereg hands the plugin the same mhandle again, as a core with
+ * that bug would. A handle that is none of these reaches the plugin unchanged (garbage tests). */
+#define RMA_MAX_REGS 4096
+#define RMA_REG_MAGIC 0x524d4152u
+typedef struct {
+  uint32_t magic;
+  bool live;
+  void *mh, *gh;
+} rma_reg_t;
+static rma_reg_t g_rregs[RMA_MAX_REGS];
+static int g_nrregs;
+
+static rma_reg_t *rreg_of(void *h) {
+  rma_reg_t *r = h;
+  if (r >= g_rregs && r < g_rregs + RMA_MAX_REGS && r->magic == RMA_REG_MAGIC) return r;
+  return NULL;
+}
+static void *rreg_mh(void *h) {
+  rma_reg_t *r = rreg_of(h);
+  return r ? r->mh : h;
+}
+static void *rreg_gh(void *h) {
+  rma_reg_t *r = rreg_of(h);
+  return r ? r->gh : h;
+}
+static strand_result_t rreg_new(void *mh, void *gh, void **out) {
+  if (g_nrregs >= RMA_MAX_REGS) return STRAND_INTERNAL_ERROR;
+  rma_reg_t *r = &g_rregs[g_nrregs++];
+  *r = (rma_reg_t){RMA_REG_MAGIC, true, mh, gh};
+  *out = r;
+  return STRAND_SUCCESS;
+}
+
+/* Slots 0..5 and 9..12 have the same shape in v11..v13; regMrSym is slot 7 in all of them. */
+typedef strand_result_t (*rreg_fn)(void *, void *, size_t, int, uint64_t, void **, void **);
+typedef strand_result_t (*rregdb_fn)(void *, void *, size_t, int, uint64_t, int, uint64_t, void **, void **);
+typedef strand_result_t (*rdereg_fn)(void *, void *);
+static rreg_fn rraw_reg(void) { return g_rver == 11 ? RG(11)->regMrSym : g_rver == 12 ? RG(12)->regMrSym : RG(13)->regMrSym; }
+static rregdb_fn rraw_regdb(void) { return g_rver == 11 ? RG(11)->regMrSymDmaBuf : g_rver == 12 ? RG(12)->regMrSymDmaBuf : RG(13)->regMrSymDmaBuf; }
+static rdereg_fn rraw_dereg(void) { return g_rver == 11 ? RG(11)->deregMrSym : g_rver == 12 ? RG(12)->deregMrSym : RG(13)->deregMrSym; }
+
+static strand_result_t rw_reg(void *cc, void *data, size_t size, int type, uint64_t flags, void **mh) {
+  void *m = NULL, *g = NULL;
+  if (mh) *mh = NULL;
+  strand_result_t r = rraw_reg()(cc, data, size, type, flags, &m, &g);
+  if (r != STRAND_SUCCESS || !mh) return r;
+  return rreg_new(m, g, mh);
+}
+static strand_result_t rw_regdb(void *cc, void *data, size_t size, int type, uint64_t off, int fd,
+                                uint64_t flags, void **mh) {
+  void *m = NULL, *g = NULL;
+  if (mh) *mh = NULL;
+  strand_result_t r = rraw_regdb()(cc, data, size, type, off, fd, flags, &m, &g);
+  if (r != STRAND_SUCCESS || !mh) return r;
+  return rreg_new(m, g, mh);
+}
+static strand_result_t rw_dereg(void *cc, void *mh) {
+  rma_reg_t *r = rreg_of(mh);
+  if (r) r->live = false;
+  return rraw_dereg()(cc, rreg_mh(mh));
+}
+
+/* v13 */
+static strand_result_t rw13_init(void **ctx, uint64_t comm_id, strand_logger_t log) {
+  g_rma_refusal[0] = '\0';
+  strand_result_t r = RG(13)->init(ctx, comm_id, log);
+  if (r != STRAND_SUCCESS) return r;
+  /* 2.30's v13 adapter: a v13 table is a GIN proxy, or NCCL does not use it. */
+  int n = 0;
+  strand_props_v12_t p;
+  memset(&p, 0, sizeof p);
+  if (RG(13)->devices(&n) == STRAND_SUCCESS && n > 0 && RG(13)->getProperties(0, &p) == STRAND_SUCCESS &&
+      p.netDeviceType != STRAND_DEV_GIN_PROXY) {
+    snprintf(g_rma_refusal, sizeof g_rma_refusal, "NCCL 2.30's v13 adapter refuses the table: device 0 "
+             "reports netDeviceType %d, not GIN_PROXY (2)", (int)p.netDeviceType);
+    if (RG(13)->finalize) RG(13)->finalize(*ctx);
+    *ctx = NULL;
+    return STRAND_INTERNAL_ERROR;
+  }
+  return STRAND_SUCCESS;
+}
+static strand_result_t rw13_create(void *cc, strand_rma_config_v14_t *cfg, void **rctx) {
+  strand_gin_config_v13_t c13 = {0, 0, cfg ? cfg->nContexts : 1, RMA_QUEUE_DEPTH, cfg ? cfg->trafficClass : 0};
+  strand_dev_handle_v11_t *dh = NULL;
+  return RG(13)->createContext(cc, &c13, rctx, &dh);
+}
+static strand_result_t rw13_iput(void *rctx, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                 void *dmh, uint32_t rank, void **req) {
+  return RG(13)->iput(rctx, context, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, req);
+}
+static strand_result_t rw13_iputs(void *rctx, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                  void *dmh, uint32_t rank, uint64_t sigoff, void *sigmh, uint64_t val,
+                                  uint32_t op, bool strong, void **req) {
+  (void)strong; /* every v13 signal is strong */
+  return RG(13)->iputSignal(rctx, context, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, sigoff,
+                            rreg_gh(sigmh), val, op, req);
+}
+static strand_result_t rw13_iget(void *rctx, int context, uint64_t ro, void *rmh, size_t size, uint64_t lo,
+                                 void *lmh, uint32_t rank, void **req) {
+  return RG(13)->iget(rctx, context, ro, rreg_gh(rmh), size, lo, rreg_gh(lmh), rank, req);
+}
+static strand_result_t rw13_iflush(void *rctx, int context, void *mh, uint32_t rank, void **req) {
+  return RG(13)->iflush(rctx, context, rreg_gh(mh), rank, req);
+}
+
+/* v11 / v12 */
+static strand_result_t rw11_getprops(int dev, strand_props_v12_t *out) {
+  strand_props_v11_t p;
+  memset(&p, 0, sizeof p);
+  strand_result_t r = (g_rver == 11 ? RG(11)->getProperties : RG(12)->getProperties)(dev, &p);
+  if (r == STRAND_SUCCESS) props_to_v12(11, dev, &p, out);
+  return r;
+}
+static strand_result_t rw12_connect(void *ctx, void *handles[], int nranks, int rank, void *lc, void **cc) {
+  return RG(12)->connect(ctx, handles, nranks, rank, 1, RMA_QUEUE_DEPTH, lc, cc);
+}
+/* GIN_PROXY mode has no contexts: the adapter's context is the collComm. */
+static strand_result_t rw11_create(void *cc, strand_rma_config_v14_t *cfg, void **rctx) {
+  (void)cfg;
+  if (!rctx) return STRAND_INVALID_ARGUMENT;
+  *rctx = cc;
+  return cc ? STRAND_SUCCESS : STRAND_INVALID_ARGUMENT;
+}
+static strand_result_t rw11_destroy(void *rctx) { return rctx ? STRAND_SUCCESS : STRAND_INVALID_ARGUMENT; }
+static strand_result_t rw11_iput(void *cc, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                 void *dmh, uint32_t rank, void **req) {
+  if (g_rver == 11) return RG(11)->iput(cc, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, req);
+  return RG(12)->iput(cc, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, context, req);
+}
+static strand_result_t rw11_iputs(void *cc, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                  void *dmh, uint32_t rank, uint64_t sigoff, void *sigmh, uint64_t val,
+                                  uint32_t op, bool strong, void **req) {
+  (void)strong;
+  if (g_rver == 11)
+    return RG(11)->iputSignal(cc, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, sigoff, rreg_gh(sigmh),
+                              val, op, req);
+  return RG(12)->iputSignal(cc, so, rreg_gh(smh), size, doff, rreg_gh(dmh), rank, sigoff, rreg_gh(sigmh), val,
+                            op, context, req);
+}
+
+void conform_upgrade_rma(conform_plugin_t *p) {
+  g_rraw = p->raw_rma;
+  g_rver = p->rma_version;
+  memset(&p->rma, 0, sizeof p->rma);
+  p->has_rma = g_rraw != NULL;
+  if (!g_rraw) return;
+  strand_rma_v14_t *o = &p->rma;
+  switch (g_rver) {
+  case 14:
+    *o = *(const strand_rma_v14_t *)g_rraw;
+    break;
+  case 13: {
+    const strand_gin_v13_t *t = RG(13);
+    o->name = t->name;
+    o->init = t->init ? rw13_init : NULL;
+    o->devices = t->devices;
+    o->getProperties = t->getProperties;
+    o->listen = t->listen;
+    o->connect = t->connect;
+    o->createContext = t->createContext ? rw13_create : NULL;
+    o->regMrSym = t->regMrSym ? rw_reg : NULL;
+    o->regMrSymDmaBuf = t->regMrSymDmaBuf ? rw_regdb : NULL;
+    o->deregMrSym = t->deregMrSym ? rw_dereg : NULL;
+    o->destroyContext = t->destroyContext;
+    o->closeColl = t->closeColl;
+    o->closeListen = t->closeListen;
+    o->iput = t->iput ? rw13_iput : NULL;
+    o->iputSignal = t->iputSignal ? rw13_iputs : NULL;
+    o->iget = t->iget ? rw13_iget : NULL;
+    o->iflush = t->iflush ? rw13_iflush : NULL;
+    o->test = t->test;
+    o->rmaProgress = t->ginProgress;
+    o->queryLastError = t->queryLastError;
+    o->finalize = t->finalize;
+    break;
+  }
+  default: { /* 11, 12: the members up to closeListen and from test on share their slots */
+    const strand_gin_v11_t *t = RG(11);
+    o->name = t->name;
+    o->init = t->init;
+    o->devices = t->devices;
+    o->getProperties = t->getProperties ? rw11_getprops : NULL;
+    o->listen = t->listen;
+    o->connect = g_rver == 12 ? (RG(12)->connect ? rw12_connect : NULL) : t->connect;
+    o->createContext = rw11_create;
+    o->regMrSym = t->regMrSym ? rw_reg : NULL;
+    o->regMrSymDmaBuf = t->regMrSymDmaBuf ? rw_regdb : NULL;
+    o->deregMrSym = t->deregMrSym ? rw_dereg : NULL;
+    o->destroyContext = rw11_destroy;
+    o->closeColl = t->closeColl;
+    o->closeListen = t->closeListen;
+    o->iput = t->iput ? rw11_iput : NULL;
+    o->iputSignal = t->iputSignal ? rw11_iputs : NULL;
+    o->iget = NULL;
+    o->iflush = NULL;
+    o->test = t->test;
+    o->rmaProgress = t->ginProgress;
+    o->queryLastError = t->queryLastError;
+    o->finalize = t->finalize;
+    break;
+  }
+  }
+}

@@ -278,6 +278,200 @@ static void test_capture(void **state) {
   free(all);
 }
 
+/* ------------------------------------------------------------------ one-sided adapters */
+/* A fake GIN v11 / v12 / v13 table that records what the adapters of upgrade.c hand it. */
+static struct {
+  void *cc, *mh, *gh, *ginctx;
+  uint64_t srcOff, dstOff, sigOff, value;
+  uint32_t op, rank;
+  int context, connectionId, nContexts, trafficClass, nConnections, queueDepth;
+  int ndev, devType, deregs;
+  void *dereg_mh;
+  bool finalized;
+} fk;
+static char fk_cc_obj, fk_ctx_obj, fk_ginctx_obj, fk_mh_obj, fk_gh_obj, fk_req_obj;
+
+static strand_result_t fk_init(void **ctx, uint64_t id, strand_logger_t l) {
+  (void)id, (void)l;
+  *ctx = &fk_ctx_obj;
+  fk.finalized = false;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_devices(int *n) { *n = fk.ndev; return STRAND_SUCCESS; }
+static strand_result_t fk_props11(int dev, strand_props_v11_t *p) {
+  (void)dev;
+  memset(p, 0, sizeof *p);
+  p->name = "fake";
+  p->netDeviceType = fk.devType;
+  p->maxP2pBytes = 12345;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_props12(int dev, strand_props_v12_t *p) {
+  (void)dev;
+  memset(p, 0, sizeof *p);
+  p->name = "fake";
+  p->netDeviceType = fk.devType;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_reg(void *cc, void *d, size_t s, int t, uint64_t f, void **mh, void **gh) {
+  (void)d, (void)s, (void)t, (void)f;
+  fk.cc = cc;
+  *mh = &fk_mh_obj;
+  *gh = &fk_gh_obj;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_dereg(void *cc, void *mh) {
+  (void)cc;
+  fk.deregs++;
+  fk.dereg_mh = mh;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_put11(void *cc, uint64_t so, void *smh, size_t size, uint64_t doff, void *dmh,
+                                uint32_t rank, void **req) {
+  (void)size;
+  fk.cc = cc, fk.srcOff = so, fk.dstOff = doff, fk.rank = rank, fk.mh = smh, fk.gh = dmh;
+  *req = &fk_req_obj;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_put12(void *cc, uint64_t so, void *smh, size_t size, uint64_t doff, void *dmh,
+                                uint32_t rank, int conn, void **req) {
+  fk.connectionId = conn;
+  return fk_put11(cc, so, smh, size, doff, dmh, rank, req);
+}
+static strand_result_t fk_sig11(void *cc, uint64_t so, void *smh, size_t size, uint64_t doff, void *dmh,
+                                uint32_t rank, uint64_t sigoff, void *sigmh, uint64_t v, uint32_t op, void **req) {
+  (void)sigmh;
+  fk.sigOff = sigoff, fk.value = v, fk.op = op;
+  return fk_put11(cc, so, smh, size, doff, dmh, rank, req);
+}
+static strand_result_t fk_connect12(void *ctx, void *h[], int n, int r, int nconn, int qd, void *lc, void **cc) {
+  (void)ctx, (void)h, (void)n, (void)r, (void)lc;
+  fk.nConnections = nconn, fk.queueDepth = qd;
+  *cc = &fk_cc_obj;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_create13(void *cc, strand_gin_config_v13_t *cfg, void **gctx, strand_dev_handle_v11_t **dh) {
+  fk.cc = cc, fk.nContexts = cfg->nContexts, fk.trafficClass = cfg->trafficClass;
+  *gctx = &fk_ginctx_obj;
+  *dh = NULL;
+  return STRAND_SUCCESS;
+}
+static strand_result_t fk_put13(void *gctx, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                void *dmh, uint32_t rank, void **req) {
+  fk.ginctx = gctx, fk.context = context;
+  return fk_put11(fk.cc, so, smh, size, doff, dmh, rank, req);
+}
+static strand_result_t fk_sig13(void *gctx, int context, uint64_t so, void *smh, size_t size, uint64_t doff,
+                                void *dmh, uint32_t rank, uint64_t sigoff, void *sigmh, uint64_t v, uint32_t op,
+                                void **req) {
+  fk.ginctx = gctx, fk.context = context;
+  return fk_sig11(fk.cc, so, smh, size, doff, dmh, rank, sigoff, sigmh, v, op, req);
+}
+static strand_result_t fk_finalize(void *ctx) {
+  (void)ctx;
+  fk.finalized = true;
+  return STRAND_SUCCESS;
+}
+
+static void test_rma_adapt_v11_v12(void **state) {
+  (void)state;
+  static strand_gin_v12_t t12;
+  memset(&t12, 0, sizeof t12);
+  t12.name = "fake12", t12.init = fk_init, t12.devices = fk_devices, t12.getProperties = fk_props11;
+  t12.connect = fk_connect12, t12.regMrSym = fk_reg, t12.deregMrSym = fk_dereg, t12.iput = fk_put12;
+  t12.finalize = fk_finalize;
+  static conform_plugin_t p;
+  memset(&p, 0, sizeof p);
+  p.raw_rma = &t12, p.rma_version = 12;
+  conform_upgrade_rma(&p);
+  assert_true(p.has_rma);
+  assert_null(p.rma.iget);
+  assert_null(p.rma.iflush);
+  memset(&fk, 0, sizeof fk);
+  fk.devType = STRAND_DEV_GIN_PROXY;
+  strand_props_v12_t pr;
+  assert_int_equal(p.rma.getProperties(0, &pr), STRAND_SUCCESS);
+  assert_int_equal(pr.netDeviceType, STRAND_DEV_GIN_PROXY);
+  assert_int_equal(pr.maxP2pBytes, 12345);
+  void *cc = NULL, *rctx = NULL, *mh = NULL, *req = NULL;
+  assert_int_equal(p.rma.connect(NULL, NULL, 2, 0, NULL, &cc), STRAND_SUCCESS);
+  assert_int_equal(fk.nConnections, 1);
+  assert_true(fk.queueDepth > 0);
+  strand_rma_config_v14_t cfg = {1, 0, 1};
+  assert_int_equal(p.rma.createContext(cc, &cfg, &rctx), STRAND_SUCCESS);
+  assert_ptr_equal(rctx, cc); /* proxy mode: no contexts, the collComm carries the data path */
+  assert_int_equal(p.rma.regMrSym(cc, &fk, 64, STRAND_PTR_HOST, 0, &mh), STRAND_SUCCESS);
+  assert_non_null(mh);
+  assert_int_equal(p.rma.iput(rctx, 0, 8, mh, 16, 24, mh, 1, &req), STRAND_SUCCESS);
+  assert_ptr_equal(fk.cc, &fk_cc_obj);
+  assert_ptr_equal(fk.mh, &fk_gh_obj); /* the ginHandle reaches the data path */
+  assert_ptr_equal(fk.gh, &fk_gh_obj);
+  assert_int_equal(fk.connectionId, 0);
+  assert_int_equal(fk.srcOff, 8);
+  assert_int_equal(fk.dstOff, 24);
+  assert_int_equal(fk.rank, 1);
+  /* dereg gets the mhandle; a second dereg of the same handle reaches the plugin again */
+  assert_int_equal(p.rma.deregMrSym(cc, mh), STRAND_SUCCESS);
+  assert_ptr_equal(fk.dereg_mh, &fk_mh_obj);
+  assert_int_equal(p.rma.deregMrSym(cc, mh), STRAND_SUCCESS);
+  assert_int_equal(fk.deregs, 2);
+  assert_ptr_equal(fk.dereg_mh, &fk_mh_obj);
+  /* a pointer that is no adapter handle reaches the plugin unchanged */
+  static char garbage[64];
+  p.rma.deregMrSym(cc, garbage);
+  assert_ptr_equal(fk.dereg_mh, garbage);
+
+  static strand_gin_v11_t t11;
+  memset(&t11, 0, sizeof t11);
+  t11.name = "fake11", t11.getProperties = fk_props11, t11.regMrSym = fk_reg, t11.iputSignal = fk_sig11;
+  p.raw_rma = &t11, p.rma_version = 11;
+  conform_upgrade_rma(&p);
+  assert_int_equal(p.rma.regMrSym(&fk_cc_obj, &fk, 64, STRAND_PTR_HOST, 0, &mh), STRAND_SUCCESS);
+  assert_int_equal(p.rma.iputSignal(&fk_cc_obj, 0, 0, mh, 0, 0, mh, 0, 40, mh, 7, STRAND_GIN_SIGNAL_OP_INC,
+                                    false, &req), STRAND_SUCCESS);
+  assert_int_equal(fk.sigOff, 40);
+  assert_int_equal(fk.value, 7);
+  assert_int_equal(fk.op, STRAND_GIN_SIGNAL_OP_INC);
+}
+
+static void test_rma_adapt_v13(void **state) {
+  (void)state;
+  static strand_gin_v13_t t;
+  memset(&t, 0, sizeof t);
+  t.name = "fake13", t.init = fk_init, t.devices = fk_devices, t.getProperties = fk_props12;
+  t.createContext = fk_create13, t.regMrSym = fk_reg, t.deregMrSym = fk_dereg, t.iput = fk_put13;
+  t.iputSignal = fk_sig13, t.finalize = fk_finalize;
+  static conform_plugin_t p;
+  memset(&p, 0, sizeof p);
+  p.raw_rma = &t, p.rma_version = 13;
+  conform_upgrade_rma(&p);
+  memset(&fk, 0, sizeof fk);
+  fk.ndev = 1;
+  void *ctx = NULL;
+  /* NCCL 2.30's v13 adapter: device 0 must be GIN_PROXY */
+  fk.devType = STRAND_DEV_HOST;
+  assert_int_not_equal(p.rma.init(&ctx, 1, NULL), STRAND_SUCCESS);
+  assert_true(fk.finalized);
+  assert_non_null(strstr(conform_upgrade_rma_refusal(), "GIN_PROXY"));
+  fk.devType = STRAND_DEV_GIN_PROXY;
+  assert_int_equal(p.rma.init(&ctx, 1, NULL), STRAND_SUCCESS);
+  assert_string_equal(conform_upgrade_rma_refusal(), "");
+  void *rctx = NULL, *mh = NULL, *req = NULL;
+  strand_rma_config_v14_t cfg = {3, 5, 1};
+  assert_int_equal(p.rma.createContext(&fk_cc_obj, &cfg, &rctx), STRAND_SUCCESS);
+  assert_ptr_equal(rctx, &fk_ginctx_obj);
+  assert_int_equal(fk.nContexts, 3);
+  assert_int_equal(fk.trafficClass, 5);
+  assert_int_equal(p.rma.regMrSym(&fk_cc_obj, &fk, 64, STRAND_PTR_HOST, 0, &mh), STRAND_SUCCESS);
+  assert_int_equal(p.rma.iputSignal(rctx, 2, 0, mh, 8, 0, mh, 1, 16, mh, 9, STRAND_GIN_SIGNAL_OP_ADD, false, &req),
+                   STRAND_SUCCESS);
+  assert_ptr_equal(fk.ginctx, &fk_ginctx_obj);
+  assert_int_equal(fk.context, 2);
+  assert_ptr_equal(fk.mh, &fk_gh_obj);
+  assert_int_equal(fk.value, 9);
+  assert_int_equal(fk.op, STRAND_GIN_SIGNAL_OP_ADD);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_candidates), cmocka_unit_test(test_rewrite),
@@ -285,6 +479,7 @@ int main(void) {
     cmocka_unit_test(test_patterns), cmocka_unit_test(test_selection),
     cmocka_unit_test(test_report_counts), cmocka_unit_test(test_report_compact),
     cmocka_unit_test(test_capture),
+    cmocka_unit_test(test_rma_adapt_v11_v12), cmocka_unit_test(test_rma_adapt_v13),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
