@@ -315,14 +315,15 @@ int pt_profiler_case(const strand_net_v11_t *net, int dev, int64_t want_id, doub
              "socket layout: op %d / %d, want 0 (send) / 1 (receive)", sop, rop);
   PT_CHECK(prof_bad_calls == 0, "%d malformed profiler call(s) (unknown handle, NULL descriptor)",
            prof_bad_calls);
-  /* A later init without a callback: the plugin stops reporting, even with parent handles. */
+  /* A later init without a callback (what collnet_stub and gin_proxy do for their own contexts of
+   * the net) must not switch the core's events off: the next messages are still reported. */
   void *ctx2 = NULL;
   PT_CHECK(net->init(&ctx2, 8, NULL, NULL, NULL) == STRAND_SUCCESS, "init without a profiler");
   before = prof_nev;
   void *sp = &sparent[0], *rp = &rparent[0];
   if (prof_round(&p, 1, &single[0], &sp, &rp, false) != 0) return -1;
-  PT_CHECK(prof_nev == before, "%d event(s) after an init without a profiler callback",
-           prof_nev - before);
+  PT_CHECK(prof_nev >= before + 2, "%d event(s) for a send and a receive after another init without "
+           "a profiler callback: that init switched the core's callback off", prof_nev - before);
   net->deregMr(p.sc, p.smh);
   net->deregMr(p.rc, p.rmh);
   PT_CHECK(net->closeSend(p.sc) == STRAND_SUCCESS && net->closeRecv(p.rc) == STRAND_SUCCESS,

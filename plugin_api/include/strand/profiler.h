@@ -98,7 +98,9 @@ extern "C" {
 /* The callback of the latest init (NULL: none). Read through strand_profiler_fn(). */
 extern __attribute__((visibility("hidden"))) _Atomic(strand_profiler_cb_t) strand_profiler_cb;
 
-/* Call from the plugin's init with the callback the core passed (NULL clears it). */
+/* Call from the plugin's init with the callback the core passed. NULL keeps the current one: a
+ * layer's own init of the net (collnet_stub, gin_proxy) passes none and must not switch the core's
+ * events off. */
 void strand_profiler_set(strand_profiler_cb_t cb);
 
 #ifdef __cplusplus
