@@ -246,7 +246,9 @@ static strand_result_t gp_apply_reply(gp_comm_t *c, int j, const gp_hdr_t *h, co
                 (unsigned long long)h->off, (unsigned long long)h->len);
     return STRAND_INTERNAL_ERROR;
   }
-  strand_result_t rc = gp_copy(c, r->local + h->off, r->local_cuda, payload, false, h->len);
+  /* local NULL: its window was deregistered meanwhile (gp_mr_cancel); the bytes have nowhere to go */
+  strand_result_t rc = r->local ? gp_copy(c, r->local + h->off, r->local_cuda, payload, false, h->len)
+                                : STRAND_SUCCESS;
   if (rc != STRAND_SUCCESS) r->err = rc; /* the get fails; the stream goes on */
   if (h->flags & GP_F_LAST) gp_complete_through(p, h->seq, r->err);
   return STRAND_SUCCESS;
@@ -341,7 +343,13 @@ static void gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, c
     h->type = GP_MSG_PUT;
     h->off = r->sent;
     h->len = r->size - r->sent < GP_PAYLOAD_MAX ? r->size - r->sent : GP_PAYLOAD_MAX;
-    strand_result_t rc = gp_copy(c, payload, false, r->local + r->sent, r->local_cuda, h->len);
+    /* local NULL: the source window was deregistered under the op (gp_mr_cancel): the fragment
+     * keeps the stream's framing but carries zeroes, and the op fails without its signal */
+    strand_result_t rc = STRAND_SUCCESS;
+    if (r->local)
+      rc = gp_copy(c, payload, false, r->local + r->sent, r->local_cuda, h->len);
+    else if (h->len)
+      memset(payload, 0, h->len);
     if (rc != STRAND_SUCCESS && !r->err) r->err = rc; /* reported when acked; no signal for it */
     r->sent += h->len;
     last = r->sent == r->size;

@@ -87,12 +87,31 @@ strand_result_t gp_reg_mr_sym_dmabuf(void *collComm, void *data, size_t size, in
   return gp_reg_common(c, "regMrSymDmaBuf", data, size, type, mhandle);
 }
 
+/* Ops still under way whose local bytes lie in window m lose them: a put not fully sent reads
+ * them, a get's reply writes them. They fail (ncclInvalidUsage from test) instead of touching
+ * memory the caller may free right after deregMrSym. Under c->lock. */
+static void gp_mr_cancel(gp_comm_t *c, gp_mr_t *m) {
+  int n = 0;
+  for (gp_req_t *r = c->all; r; r = r->next_all) {
+    if (r->done || !r->local || r->local < m->base || r->local >= m->base + m->size) continue;
+    if (r->kind == GP_OP_PUT && r->sent == r->size) continue; /* every byte already left */
+    r->local = NULL;
+    if (!r->err) r->err = STRAND_INVALID_USAGE;
+    n++;
+  }
+  if (n)
+    STRAND_WARN("gin_proxy deregMrSym(rank %d/%d): window %u deregistered with %d put/get(s) still "
+                "using it; they fail (complete them with test before deregistering)", c->rank,
+                c->nranks, m->id, n);
+}
+
 strand_result_t gp_dereg_mr_sym(void *collComm, void *mhandle) {
   gp_comm_t *c = gp_comm_get(collComm, "deregMrSym");
   if (!c) return STRAND_INVALID_ARGUMENT;
   pthread_mutex_lock(&c->lock);
   gp_mr_t *m = gp_mr_get(c, mhandle);
   if (m) {
+    gp_mr_cancel(c, m);
     strand_handle_set_remove(&gp_live_mrs, m);
     c->wins[m->id] = NULL;
   }

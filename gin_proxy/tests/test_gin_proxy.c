@@ -283,6 +283,24 @@ static int phase_get(rank_t *R) {
     long bad = pt_verify(R->scratch + (size_t)t * (GETB), GETB, (unsigned)(5000 + t));
     PT_CHECK(bad < 0, "rank %d: get from rank %d wrong at byte %ld", g_me, t, bad);
   }
+  /* a window deregistered while a get into it is under way: the get fails (or had completed), and
+   * nothing is written into the memory after deregMrSym (the caller may free it) */
+  if (!g_gpu) {
+    char *tmp = calloc(1, GETB);
+    void *mh_tmp = NULL, *greq = NULL;
+    PT_CHECK(tmp && g_rma->regMrSym(R->comm, tmp, GETB, STRAND_PTR_HOST, 0, &mh_tmp) == 0, "reg tmp");
+    int t = (g_me + 1) % g_n;
+    PT_CHECK(g_rma->iget(g_rctx, 0, 0, R->mh_src, GETB, 0, mh_tmp, (uint32_t)t, &greq) == 0 && greq, "iget tmp");
+    PT_CHECK(g_rma->deregMrSym(R->comm, mh_tmp) == 0, "dereg tmp with a get in flight");
+    memset(tmp, 0x5a, GETB);
+    int grc = wait_req(R->comm, greq, 10);
+    PT_CHECK(grc == STRAND_INVALID_USAGE || (t == g_me && grc == STRAND_SUCCESS),
+             "get into a window deregistered under it: %d", grc);
+    for (size_t i = 0; i < GETB; i++)
+      PT_CHECK(tmp[i] == 0x5a, "rank %d: byte %zu written after deregMrSym", g_me, i);
+    free(tmp);
+    if (barrier(g_n)) return -1;
+  }
   /* a put then a flush: the flush completes once the put did */
   for (int t = 0; t < g_n; t++) {
     void *put = NULL, *fl = NULL;
