@@ -23,23 +23,26 @@
 #define RMA_COMPLETE_S 2.0      /* rma.completion-bound's bound on a small put */
 #define RMA_SIG_WORDS 8         /* 64-bit signal words per signal window */
 #define RMA_MAX_REGIONS 24
+#define RMA_MAX_WINS 4          /* windows one check registers (rma.reg-sym: 4) */
 
 /* A foreign, non-NULL pointer: NCCL 2.30 hands RMA connect its NET context, not the context the
  * RMA init returned, so a plugin must not look at connect's ctx. */
 static struct { char bytes[256]; } g_foreign_ctx = {{"strand-conform: not your context"}};
 
 typedef struct {
-  void *ctx, *lc, *cc, *rctx;
-  int ndev;
-  bool inited;
-  strand_props_v12_t props;
-} rs_t;
-
-typedef struct {
   unsigned char *base;
   size_t len;
   void *mh;
 } rwin_t;
+
+typedef struct {
+  void *ctx, *lc, *cc, *rctx;
+  int ndev;
+  bool inited;
+  strand_props_v12_t props;
+  rwin_t win[RMA_MAX_WINS]; /* the windows of rs_add_win, torn down by rs_run */
+  int nwin;
+} rs_t;
 
 typedef struct {
   uint64_t off;
@@ -217,10 +220,46 @@ static void rs_fini(conform_ctx_t *c, rs_t *x) {
   memset(x, 0, sizeof *x);
 }
 
-/* Everything a check needs up to a context; 0 = go on. */
-static int rs_up(conform_ctx_t *c, rs_t *x) {
-  if (rs_init(c, x)) return -1;
-  return rs_connect(c, x, x->ctx);
+
+/* A window the frame deregisters and frees after the body, in reverse order of registration;
+ * NULL after a failure (recorded). */
+static rwin_t *rs_add_win(conform_ctx_t *c, rs_t *x, size_t len, uint64_t flags) {
+  if (x->nwin == RMA_MAX_WINS) {
+    conform_fail(c, "strand-conform: a check asked for more than %d windows", RMA_MAX_WINS);
+    return NULL;
+  }
+  rwin_t *w = &x->win[x->nwin++];
+  return rs_win(c, x, w, len, flags) == 0 ? w : NULL;
+}
+
+/* A signal window: RMA_SIG_WORDS zeroed words, strictly ordered as NCCL registers its signals. */
+static rwin_t *rs_add_sig(conform_ctx_t *c, rs_t *x) {
+  rwin_t *w = rs_add_win(c, x, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO);
+  if (w) memset(w->base, 0, w->len);
+  return w;
+}
+
+/* The windows deregistered (newest first), then everything rs_init/rs_connect opened. */
+static void rs_down(conform_ctx_t *c, rs_t *x) {
+  while (x->nwin > 0) rs_unwin(c, x, &x->win[--x->nwin]);
+  rs_fini(c, x);
+}
+
+/* A check's own part: registers its windows with rs_add_win/rs_add_sig, records failures and
+ * returns; the frame cleans up. */
+typedef void (*rs_body_t)(conform_ctx_t *c, rs_t *x);
+
+/* The frame of a data-path check: init, connect (conn_ctx: the ctx connect gets, NULL = the one
+ * init returned), one context; the body; then a barrier with progress (no rank tears down while a
+ * peer may still need it), the body's windows deregistered, everything closed, the verdict. */
+static conform_status_t rs_run(conform_ctx_t *c, void *conn_ctx, rs_body_t body) {
+  rs_t x;
+  if (rs_init(c, &x) == 0 && rs_connect(c, &x, conn_ctx ? conn_ctx : x.ctx) == 0) {
+    body(c, &x);
+    rs_barrier(c, &x);
+  }
+  rs_down(c, &x);
+  return conform_verdict(c);
 }
 
 static int req_issued(conform_ctx_t *c, strand_result_t r, void *req, const char *what) {
@@ -430,36 +469,28 @@ static conform_status_t rma_init(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
-static conform_status_t rma_connect(conform_ctx_t *c) {
-  rs_t x;
-  if (rs_up(c, &x) == 0 && rs_barrier(c, &x) == 0) conform_note(c, "%d ranks connected through %s", c->nranks, rma_sym(c));
-  rs_fini(c, &x);
-  return conform_verdict(c);
+static void connect_body(conform_ctx_t *c, rs_t *x) {
+  (void)x;
+  conform_note(c, "%d ranks connected through %s", c->nranks, rma_sym(c));
 }
+static conform_status_t rma_connect(conform_ctx_t *c) { return rs_run(c, NULL, connect_body); }
 
+static void connect_foreign_ctx_body(conform_ctx_t *c, rs_t *x) {
+  rwin_t *w, *s;
+  void *req = NULL;
+  /* and the comm it made works: one put to the next rank, seen there */
+  if (!(w = rs_add_win(c, x, 4096, 0)) || !(s = rs_add_win(c, x, 4096, 0))) return;
+  conform_fill(s->base, 512, conform_seed(c->rank, c->next, 1));
+  if (rs_put(c, x, s, 0, 512, w, 0, c->next, &req) || rs_wait_all(c, x, &req, 1, RMA_WAIT_S, "iput")) return;
+  double until = wait_bound(c, RMA_WAIT_S);
+  while (conform_verify(w->base, 512, conform_seed(c->prev, c->rank, 1)) >= 0 && conform_now() < until)
+    if (rs_progress(c, x)) break;
+  if (c->status != CONFORM_FAIL && conform_verify(w->base, 512, conform_seed(c->prev, c->rank, 1)) >= 0)
+    conform_fail(c, "a 512-byte put from rank %d never arrived on a comm connected with a foreign ctx", c->prev);
+}
 /* The data of rma.connect-foreign-ctx: connect must not use its ctx argument. */
 static conform_status_t rma_connect_foreign_ctx(conform_ctx_t *c) {
-  rs_t x;
-  if (rs_init(c, &x) == 0 && rs_connect(c, &x, &g_foreign_ctx) == 0) {
-    rwin_t w = {0}, s = {0};
-    void *req = NULL;
-    /* and the comm it made works: one put to the next rank, seen there */
-    if (rs_win(c, &x, &w, 4096, 0) == 0 && rs_win(c, &x, &s, 4096, 0) == 0) {
-      conform_fill(s.base, 512, conform_seed(c->rank, c->next, 1));
-      if (rs_put(c, &x, &s, 0, 512, &w, 0, c->next, &req) == 0 && rs_wait_all(c, &x, &req, 1, RMA_WAIT_S, "iput") == 0) {
-        double until = wait_bound(c, RMA_WAIT_S);
-        while (conform_verify(w.base, 512, conform_seed(c->prev, c->rank, 1)) >= 0 && conform_now() < until)
-          if (rs_progress(c, &x)) break;
-        if (c->status != CONFORM_FAIL && conform_verify(w.base, 512, conform_seed(c->prev, c->rank, 1)) >= 0)
-          conform_fail(c, "a 512-byte put from rank %d never arrived on a comm connected with a foreign ctx", c->prev);
-      }
-    }
-    rs_barrier(c, &x);
-    rs_unwin(c, &x, &w);
-    rs_unwin(c, &x, &s);
-  }
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  return rs_run(c, &g_foreign_ctx, connect_foreign_ctx_body);
 }
 
 /* Puts of `n` regions from this rank's src window into next's dst window (same offsets), then
@@ -495,130 +526,103 @@ static int ring_puts(conform_ctx_t *c, rs_t *x, rwin_t *src, rwin_t *dst, const 
   return -1;
 }
 
-static conform_status_t rma_put(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t src = {0}, dst = {0};
-  if (rs_up(c, &x) == 0) {
-    size_t maxp = rma_max_put(c, &x);
-    size_t sizes[8] = {0, 1, 7, 4096, 65537, maxp, 0, 0};
-    uint64_t s = 0x2545F4914F6CDD1DULL;
-    for (int k = 6; k < 8; k++) {
-      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-      sizes[k] = (size_t)(s % (maxp + 1));
-    }
-    size_t slot = maxp + 128;
-    if (rs_win(c, &x, &src, slot * 8, 0) == 0 && rs_win(c, &x, &dst, slot * 8, 0) == 0 &&
-        ring_puts(c, &x, &src, &dst, sizes, 8, slot, 3, "put") == 0)
-      conform_note(c, "8 puts of 0 B .. %zu B at random offsets verified at the target", maxp);
-    rs_barrier(c, &x);
+static void put_body(conform_ctx_t *c, rs_t *x) {
+  size_t maxp = rma_max_put(c, x);
+  size_t sizes[8] = {0, 1, 7, 4096, 65537, maxp, 0, 0};
+  uint64_t s = 0x2545F4914F6CDD1DULL;
+  for (int k = 6; k < 8; k++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    sizes[k] = (size_t)(s % (maxp + 1));
   }
-  rs_unwin(c, &x, &src);
-  rs_unwin(c, &x, &dst);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  size_t slot = maxp + 128;
+  rwin_t *src, *dst;
+  if ((src = rs_add_win(c, x, slot * 8, 0)) && (dst = rs_add_win(c, x, slot * 8, 0)) &&
+      ring_puts(c, x, src, dst, sizes, 8, slot, 3, "put") == 0)
+    conform_note(c, "8 puts of 0 B .. %zu B at random offsets verified at the target", maxp);
 }
+static conform_status_t rma_put(conform_ctx_t *c) { return rs_run(c, NULL, put_body); }
 
+static void reg_sym_body(conform_ctx_t *c, rs_t *x) {
+  const size_t lens[3] = {4096, ((size_t)1 << 20) + 3, 65536};
+  rwin_t *src = rs_add_win(c, x, 4096, 0), *w[3] = {NULL, NULL, NULL};
+  for (int i = 0; src && i < 3 && c->status != CONFORM_FAIL; i++) w[i] = rs_add_win(c, x, lens[i], 0);
+  if (!src || c->status == CONFORM_FAIL) return;
+  void *reqs[3] = {0};
+  for (int i = 0; i < 3; i++) conform_fill(src->base + i * 64, 64, conform_seed(c->rank, c->next, 40 + (uint64_t)i));
+  for (int i = 0; i < 3 && c->status != CONFORM_FAIL; i++)
+    rs_put(c, x, src, (uint64_t)i * 64, 64, w[i], lens[i] - 64, c->next, &reqs[i]);
+  if (c->status == CONFORM_FAIL || rs_wait_all(c, x, reqs, 3, RMA_WAIT_S, "iput")) return;
+  double until = wait_bound(c, RMA_WAIT_S);
+  int i = 0;
+  while (i < 3 && conform_now() < until) {
+    if (conform_verify(w[i]->base + lens[i] - 64, 64, conform_seed(c->prev, c->rank, 40 + (uint64_t)i)) < 0) i++;
+    else if (rs_progress(c, x)) break;
+  }
+  if (i < 3 && c->status != CONFORM_FAIL)
+    conform_fail(c, "the put into the last 64 bytes of rank %d's window #%d (%zu bytes; windows registered "
+                 "in the same order on every rank) never arrived there", c->rank, i + 1, lens[i]);
+}
 /* Three windows of different sizes registered in the same order on every rank: a put into the
  * last bytes of each lands in the peer's matching window. */
-static conform_status_t rma_reg_sym(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t w[3] = {{0}}, src = {0};
-  const size_t lens[3] = {4096, ((size_t)1 << 20) + 3, 65536};
-  if (rs_up(c, &x) == 0 && rs_win(c, &x, &src, 4096, 0) == 0) {
-    for (int i = 0; i < 3 && c->status != CONFORM_FAIL; i++) rs_win(c, &x, &w[i], lens[i], 0);
-    if (c->status != CONFORM_FAIL) {
-      void *reqs[3] = {0};
-      for (int i = 0; i < 3; i++) conform_fill(src.base + i * 64, 64, conform_seed(c->rank, c->next, 40 + (uint64_t)i));
-      for (int i = 0; i < 3 && c->status != CONFORM_FAIL; i++)
-        rs_put(c, &x, &src, (uint64_t)i * 64, 64, &w[i], lens[i] - 64, c->next, &reqs[i]);
-      if (c->status != CONFORM_FAIL && rs_wait_all(c, &x, reqs, 3, RMA_WAIT_S, "iput") == 0) {
-        double until = wait_bound(c, RMA_WAIT_S);
-        int i = 0;
-        while (i < 3 && conform_now() < until) {
-          if (conform_verify(w[i].base + lens[i] - 64, 64, conform_seed(c->prev, c->rank, 40 + (uint64_t)i)) < 0) i++;
-          else if (rs_progress(c, &x)) break;
-        }
-        if (i < 3 && c->status != CONFORM_FAIL)
-          conform_fail(c, "the put into the last 64 bytes of rank %d's window #%d (%zu bytes; windows registered "
-                       "in the same order on every rank) never arrived there", c->rank, i + 1, lens[i]);
+static conform_status_t rma_reg_sym(conform_ctx_t *c) { return rs_run(c, NULL, reg_sym_body); }
+
+static void signal_after_data_body(conform_ctx_t *c, rs_t *x) {
+  enum { ROUNDS = 8 };
+  size_t len = rma_max_put(c, x) / 2;
+  if (len < 4096) len = 4096;
+  size_t slot = len + 128, sizes[ROUNDS];
+  for (int k = 0; k < ROUNDS; k++) sizes[k] = len - (size_t)k * 13;
+  rregion_t out[ROUNDS], in[ROUNDS];
+  make_regions(out, ROUNDS, sizes, slot, 5, c->rank, c->next);
+  make_regions(in, ROUNDS, sizes, slot, 5, c->prev, c->rank);
+  rwin_t *src, *dst, *sig;
+  if (!(src = rs_add_win(c, x, slot * ROUNDS, 0)) || !(dst = rs_add_win(c, x, slot * ROUNDS, 0)) ||
+      !(sig = rs_add_sig(c, x)) || rs_barrier(c, x))
+    return;
+  void *reqs[ROUNDS] = {0};
+  for (int k = 0; k < ROUNDS; k++) conform_fill(src->base + out[k].off, out[k].len, out[k].seed);
+  for (int k = 0; k < ROUNDS && c->status != CONFORM_FAIL; k++)
+    rs_put_signal(c, x, src, out[k].off, out[k].len, dst, out[k].off, c->next, sig, 0, 1, STRAND_GIN_SIGNAL_OP_ADD,
+                  false, &reqs[k]);
+  double until = wait_bound(c, RMA_WAIT_S);
+  uint64_t seen = 0;
+  for (unsigned spins = 0; c->status != CONFORM_FAIL; spins++) {
+    uint64_t v = sig_load(sig, 0);
+    if (v > ROUNDS) {
+      conform_fail(c, "the signal word reached %llu after %d ADD-1 signals", (unsigned long long)v, ROUNDS);
+      break;
+    }
+    for (; seen < v; seen++) {
+      long long bad = conform_verify(dst->base + in[seen].off, in[seen].len, in[seen].seed);
+      if (bad >= 0) {
+        conform_fail(c, "the signal showed %llu while the data of put+signal #%llu (%zu bytes) still differed "
+                     "at byte %lld: a signal must never be visible before the data it guards",
+                     (unsigned long long)v, (unsigned long long)seen + 1, in[seen].len, bad);
+        break;
       }
     }
-    rs_barrier(c, &x);
-    for (int i = 2; i >= 0; i--) rs_unwin(c, &x, &w[i]);
+    int left = 0;
+    for (int k = 0; k < ROUNDS; k++) {
+      if (rs_test(c, x, &reqs[k], "iputSignal")) break;
+      left += reqs[k] != NULL;
+    }
+    if (c->status == CONFORM_FAIL || (seen == ROUNDS && !left)) break;
+    if (rs_progress(c, x)) break;
+    if (conform_now() > until) {
+      conform_fail(c, "after %.1f s: signal at %llu of %d, %d iputSignal request(s) not complete",
+                   RMA_WAIT_S * c->timeout_scale, (unsigned long long)seen, ROUNDS, left);
+      break;
+    }
+    if ((spins & 63) == 63 && conform_peer_failed(c)) {
+      conform_fail(c, "%s", c->bs_error);
+      break;
+    }
   }
-  rs_unwin(c, &x, &src);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  if (c->status != CONFORM_FAIL) conform_note(c, "%d put+signal rounds of %zu bytes: data always before signal", ROUNDS, len);
 }
-
 /* Put+signal rounds: the target polls the signal word and checks every guarded region the moment
  * the signal shows it. */
-static conform_status_t rma_signal_after_data(conform_ctx_t *c) {
-  enum { ROUNDS = 8 };
-  rs_t x;
-  rwin_t src = {0}, dst = {0}, sig = {0};
-  if (rs_up(c, &x) == 0) {
-    size_t len = rma_max_put(c, &x) / 2;
-    if (len < 4096) len = 4096;
-    size_t slot = len + 128, sizes[ROUNDS];
-    for (int k = 0; k < ROUNDS; k++) sizes[k] = len - (size_t)k * 13;
-    rregion_t out[ROUNDS], in[ROUNDS];
-    make_regions(out, ROUNDS, sizes, slot, 5, c->rank, c->next);
-    make_regions(in, ROUNDS, sizes, slot, 5, c->prev, c->rank);
-    if (rs_win(c, &x, &src, slot * ROUNDS, 0) == 0 && rs_win(c, &x, &dst, slot * ROUNDS, 0) == 0 &&
-        rs_win(c, &x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO) == 0) {
-      memset(sig.base, 0, sig.len);
-      if (rs_barrier(c, &x) == 0) {
-        void *reqs[ROUNDS] = {0};
-        for (int k = 0; k < ROUNDS; k++) conform_fill(src.base + out[k].off, out[k].len, out[k].seed);
-        for (int k = 0; k < ROUNDS && c->status != CONFORM_FAIL; k++)
-          rs_put_signal(c, &x, &src, out[k].off, out[k].len, &dst, out[k].off, c->next, &sig, 0, 1,
-                        STRAND_GIN_SIGNAL_OP_ADD, false, &reqs[k]);
-        double until = wait_bound(c, RMA_WAIT_S);
-        uint64_t seen = 0;
-        for (unsigned spins = 0; c->status != CONFORM_FAIL; spins++) {
-          uint64_t v = sig_load(&sig, 0);
-          if (v > ROUNDS) {
-            conform_fail(c, "the signal word reached %llu after %d ADD-1 signals", (unsigned long long)v, ROUNDS);
-            break;
-          }
-          for (; seen < v; seen++) {
-            long long bad = conform_verify(dst.base + in[seen].off, in[seen].len, in[seen].seed);
-            if (bad >= 0) {
-              conform_fail(c, "the signal showed %llu while the data of put+signal #%llu (%zu bytes) still differed "
-                           "at byte %lld: a signal must never be visible before the data it guards",
-                           (unsigned long long)v, (unsigned long long)seen + 1, in[seen].len, bad);
-              break;
-            }
-          }
-          int left = 0;
-          for (int k = 0; k < ROUNDS; k++) {
-            if (rs_test(c, &x, &reqs[k], "iputSignal")) break;
-            left += reqs[k] != NULL;
-          }
-          if (c->status == CONFORM_FAIL || (seen == ROUNDS && !left)) break;
-          if (rs_progress(c, &x)) break;
-          if (conform_now() > until) {
-            conform_fail(c, "after %.1f s: signal at %llu of %d, %d iputSignal request(s) not complete",
-                         RMA_WAIT_S * c->timeout_scale, (unsigned long long)seen, ROUNDS, left);
-            break;
-          }
-          if ((spins & 63) == 63 && conform_peer_failed(c)) {
-            conform_fail(c, "%s", c->bs_error);
-            break;
-          }
-        }
-        if (c->status != CONFORM_FAIL) conform_note(c, "%d put+signal rounds of %zu bytes: data always before signal", ROUNDS, len);
-      }
-    }
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &sig);
-  rs_unwin(c, &x, &src);
-  rs_unwin(c, &x, &dst);
-  rs_fini(c, &x);
-  return conform_verdict(c);
-}
+static conform_status_t rma_signal_after_data(conform_ctx_t *c) { return rs_run(c, NULL, signal_after_data_body); }
 
 /* Wait until signal word `word` == want, progressing and testing reqs; -1 after a failure. */
 static int wait_signal(conform_ctx_t *c, rs_t *x, rwin_t *sig, int word, uint64_t want, void **reqs, int n,
@@ -642,98 +646,77 @@ static int wait_signal(conform_ctx_t *c, rs_t *x, rwin_t *sig, int word, uint64_
   }
 }
 
-static conform_status_t rma_signal_ops(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t data = {0}, sig = {0};
-  if (rs_up(c, &x) == 0 && rs_win(c, &x, &data, 4096, 0) == 0 &&
-      rs_win(c, &x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO) == 0) {
-    memset(sig.base, 0, sig.len);
-    if (rs_barrier(c, &x) == 0) {
-      void *reqs[4] = {0};
-      const uint64_t big = (1ULL << 40) + 3;
-      /* INC ignores its value: +1 each; ADD adds it, in 64 bits. */
-      if (rs_put_signal(c, &x, &data, 0, 0, &data, 0, c->next, &sig, 1, 7, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[0]) == 0 &&
-          rs_put_signal(c, &x, &data, 0, 0, &data, 0, c->next, &sig, 2, 5, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[1]) == 0 &&
-          rs_put_signal(c, &x, &data, 0, 0, &data, 0, c->next, &sig, 2, big, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[2]) == 0 &&
-          rs_put_signal(c, &x, &data, 0, 0, &data, 0, c->next, &sig, 1, 0, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[3]) == 0 &&
-          wait_signal(c, &x, &sig, 2, 5 + big, reqs, 4, "ADD 5, ADD 2^40+3") == 0 &&
-          wait_signal(c, &x, &sig, 1, 2, reqs, 4, "INC (value 7), INC (value 0)") == 0) {
-        for (int w = 0; w < RMA_SIG_WORDS; w++)
-          if (w != 1 && w != 2 && sig_load(&sig, w) != 0)
-            conform_fail(c, "signal word %d, never signalled, reads %llu", w, (unsigned long long)sig_load(&sig, w));
-        if (c->status != CONFORM_FAIL) conform_note(c, "INC adds 1 whatever its value; ADD adds 64-bit values");
-      }
-    }
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &sig);
-  rs_unwin(c, &x, &data);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+static void signal_ops_body(conform_ctx_t *c, rs_t *x) {
+  rwin_t *data, *sig;
+  if (!(data = rs_add_win(c, x, 4096, 0)) || !(sig = rs_add_sig(c, x)) || rs_barrier(c, x)) return;
+  void *reqs[4] = {0};
+  const uint64_t big = (1ULL << 40) + 3;
+  /* INC ignores its value: +1 each; ADD adds it, in 64 bits. */
+  if (rs_put_signal(c, x, data, 0, 0, data, 0, c->next, sig, 1, 7, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[0]) ||
+      rs_put_signal(c, x, data, 0, 0, data, 0, c->next, sig, 2, 5, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[1]) ||
+      rs_put_signal(c, x, data, 0, 0, data, 0, c->next, sig, 2, big, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[2]) ||
+      rs_put_signal(c, x, data, 0, 0, data, 0, c->next, sig, 1, 0, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[3]) ||
+      wait_signal(c, x, sig, 2, 5 + big, reqs, 4, "ADD 5, ADD 2^40+3") ||
+      wait_signal(c, x, sig, 1, 2, reqs, 4, "INC (value 7), INC (value 0)"))
+    return;
+  for (int w = 0; w < RMA_SIG_WORDS; w++)
+    if (w != 1 && w != 2 && sig_load(sig, w) != 0)
+      conform_fail(c, "signal word %d, never signalled, reads %llu", w, (unsigned long long)sig_load(sig, w));
+  if (c->status != CONFORM_FAIL) conform_note(c, "INC adds 1 whatever its value; ADD adds 64-bit values");
 }
+static conform_status_t rma_signal_ops(conform_ctx_t *c) { return rs_run(c, NULL, signal_ops_body); }
 
-static conform_status_t rma_strong_order(conform_ctx_t *c) {
+static void strong_order_body(conform_ctx_t *c, rs_t *x) {
   enum { N = 16 };
-  rs_t x;
-  rwin_t src = {0}, dst = {0}, sig = {0};
-  if (rs_up(c, &x) == 0) {
-    size_t maxp = rma_max_put(c, &x) / 8, slot, sizes[N];
-    if (maxp < 4096) maxp = 4096;
-    slot = maxp + 128;
-    for (int k = 0; k < N; k++) sizes[k] = k % 4 == 0 ? maxp : (size_t)(k * 997 + 1) % maxp;
-    rregion_t out[N], in[N];
-    make_regions(out, N, sizes, slot, 7, c->rank, c->next);
-    make_regions(in, N, sizes, slot, 7, c->prev, c->rank);
-    if (rs_win(c, &x, &src, slot * N, 0) == 0 && rs_win(c, &x, &dst, slot * N, 0) == 0 &&
-        rs_win(c, &x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO) == 0) {
-      memset(sig.base, 0, sig.len);
-      if (rs_barrier(c, &x) == 0) {
-        void *reqs[N + 1] = {0};
-        for (int k = 0; k < N; k++) conform_fill(src.base + out[k].off, out[k].len, out[k].seed);
-        for (int k = 0; k < N && c->status != CONFORM_FAIL; k++)
-          rs_put(c, &x, &src, out[k].off, out[k].len, &dst, out[k].off, c->next, &reqs[k]);
-        if (c->status != CONFORM_FAIL)
-          rs_put_signal(c, &x, &src, 0, 0, &dst, 0, c->next, &sig, 3, 1, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[N]);
-        double until = wait_bound(c, RMA_WAIT_S);
-        bool checked = false;
-        for (unsigned spins = 0; c->status != CONFORM_FAIL; spins++) {
-          if (!checked && sig_load(&sig, 3) >= 1) {
-            checked = true;
-            int which;
-            long long bad = win_check(&dst, in, N, &which);
-            if (bad >= 0)
-              conform_fail(c, "the strong signal after %d puts was visible while %s differed at byte %lld: every earlier "
-                           "put must be visible first%s", N, which >= 0 ? "a put's region" : "the window", bad,
-                           c->rma_version <= 13 ? " (every v13 and older signal is strong)" : "");
-          }
-          int left = 0;
-          for (int k = 0; k <= N; k++) {
-            if (rs_test(c, &x, &reqs[k], "iput")) break;
-            left += reqs[k] != NULL;
-          }
-          if (c->status == CONFORM_FAIL || (checked && !left)) break;
-          if (rs_progress(c, &x)) break;
-          if (conform_now() > until) {
-            conform_fail(c, "after %.1f s: strong signal %s, %d request(s) not complete", RMA_WAIT_S * c->timeout_scale,
-                         checked ? "seen" : "never seen", left);
-            break;
-          }
-          if ((spins & 63) == 63 && conform_peer_failed(c)) {
-            conform_fail(c, "%s", c->bs_error);
-            break;
-          }
-        }
-        if (c->status != CONFORM_FAIL) conform_note(c, "%d puts then a strong signal: all visible with it", N);
-      }
+  size_t maxp = rma_max_put(c, x) / 8, slot, sizes[N];
+  if (maxp < 4096) maxp = 4096;
+  slot = maxp + 128;
+  for (int k = 0; k < N; k++) sizes[k] = k % 4 == 0 ? maxp : (size_t)(k * 997 + 1) % maxp;
+  rregion_t out[N], in[N];
+  make_regions(out, N, sizes, slot, 7, c->rank, c->next);
+  make_regions(in, N, sizes, slot, 7, c->prev, c->rank);
+  rwin_t *src, *dst, *sig;
+  if (!(src = rs_add_win(c, x, slot * N, 0)) || !(dst = rs_add_win(c, x, slot * N, 0)) || !(sig = rs_add_sig(c, x)) ||
+      rs_barrier(c, x))
+    return;
+  void *reqs[N + 1] = {0};
+  for (int k = 0; k < N; k++) conform_fill(src->base + out[k].off, out[k].len, out[k].seed);
+  for (int k = 0; k < N && c->status != CONFORM_FAIL; k++)
+    rs_put(c, x, src, out[k].off, out[k].len, dst, out[k].off, c->next, &reqs[k]);
+  if (c->status != CONFORM_FAIL)
+    rs_put_signal(c, x, src, 0, 0, dst, 0, c->next, sig, 3, 1, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[N]);
+  double until = wait_bound(c, RMA_WAIT_S);
+  bool checked = false;
+  for (unsigned spins = 0; c->status != CONFORM_FAIL; spins++) {
+    if (!checked && sig_load(sig, 3) >= 1) {
+      checked = true;
+      int which;
+      long long bad = win_check(dst, in, N, &which);
+      if (bad >= 0)
+        conform_fail(c, "the strong signal after %d puts was visible while %s differed at byte %lld: every earlier "
+                     "put must be visible first%s", N, which >= 0 ? "a put's region" : "the window", bad,
+                     c->rma_version <= 13 ? " (every v13 and older signal is strong)" : "");
     }
-    rs_barrier(c, &x);
+    int left = 0;
+    for (int k = 0; k <= N; k++) {
+      if (rs_test(c, x, &reqs[k], "iput")) break;
+      left += reqs[k] != NULL;
+    }
+    if (c->status == CONFORM_FAIL || (checked && !left)) break;
+    if (rs_progress(c, x)) break;
+    if (conform_now() > until) {
+      conform_fail(c, "after %.1f s: strong signal %s, %d request(s) not complete", RMA_WAIT_S * c->timeout_scale,
+                   checked ? "seen" : "never seen", left);
+      break;
+    }
+    if ((spins & 63) == 63 && conform_peer_failed(c)) {
+      conform_fail(c, "%s", c->bs_error);
+      break;
+    }
   }
-  rs_unwin(c, &x, &sig);
-  rs_unwin(c, &x, &src);
-  rs_unwin(c, &x, &dst);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  if (c->status != CONFORM_FAIL) conform_note(c, "%d puts then a strong signal: all visible with it", N);
 }
+static conform_status_t rma_strong_order(conform_ctx_t *c) { return rs_run(c, NULL, strong_order_body); }
 
 /* Gets from next's window (filled by next before a barrier); done => the data is here. */
 static int ring_gets(conform_ctx_t *c, rs_t *x, rwin_t *remote, rwin_t *local, const size_t *sizes, int n,
@@ -764,155 +747,115 @@ static int ring_gets(conform_ctx_t *c, rs_t *x, rwin_t *remote, rwin_t *local, c
   return 0;
 }
 
+static void get_body(conform_ctx_t *c, rs_t *x) {
+  size_t maxp = rma_max_put(c, x), slot = maxp + 128;
+  size_t sizes[6] = {1, 8, 4093, 65536, maxp / 3, maxp};
+  rwin_t *remote, *local;
+  if ((remote = rs_add_win(c, x, slot * 6, 0)) && (local = rs_add_win(c, x, slot * 6, 0)) &&
+      ring_gets(c, x, remote, local, sizes, 6, slot, 11) == 0)
+    conform_note(c, "6 gets of 1 B .. %zu B verified", maxp);
+}
 static conform_status_t rma_get(conform_ctx_t *c) {
   if (!c->rma->iget) return conform_skip(c, "GIN v%d has no iget (NCCL's proxy only puts)", c->rma_version);
-  rs_t x;
-  rwin_t remote = {0}, local = {0};
-  if (rs_up(c, &x) == 0) {
-    size_t maxp = rma_max_put(c, &x), slot = maxp + 128;
-    size_t sizes[6] = {1, 8, 4093, 65536, maxp / 3, maxp};
-    if (rs_win(c, &x, &remote, slot * 6, 0) == 0 && rs_win(c, &x, &local, slot * 6, 0) == 0 &&
-        ring_gets(c, &x, &remote, &local, sizes, 6, slot, 11) == 0)
-      conform_note(c, "6 gets of 1 B .. %zu B verified", maxp);
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &remote);
-  rs_unwin(c, &x, &local);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  return rs_run(c, NULL, get_body);
 }
 
+static void flush_body(conform_ctx_t *c, rs_t *x) {
+  size_t sizes[2] = {4096, 65536}, slot = 65536 + 128;
+  rwin_t *remote, *local;
+  if (!(remote = rs_add_win(c, x, slot * 2, 0)) || !(local = rs_add_win(c, x, slot * 2, 0)) ||
+      ring_gets(c, x, remote, local, sizes, 2, slot, 13))
+    return;
+  void *req = NULL;
+  conform_phase(c, "iflush(local window, rank %d)", c->next);
+  strand_result_t r = c->rma->iflush(x->rctx, 0, local->mh, (uint32_t)c->next, &req);
+  if (req_issued(c, r, req, "iflush of a registered window after gets") == 0 &&
+      rs_wait_all(c, x, &req, 1, RMA_WAIT_S, "iflush") == 0)
+    conform_note(c, "iflush after gets completed");
+}
 static conform_status_t rma_flush(conform_ctx_t *c) {
   if (!c->rma->iflush) return conform_skip(c, "GIN v%d has no iflush", c->rma_version);
-  rs_t x;
-  rwin_t remote = {0}, local = {0};
-  if (rs_up(c, &x) == 0) {
-    size_t sizes[2] = {4096, 65536}, slot = 65536 + 128;
-    if (rs_win(c, &x, &remote, slot * 2, 0) == 0 && rs_win(c, &x, &local, slot * 2, 0) == 0 &&
-        ring_gets(c, &x, &remote, &local, sizes, 2, slot, 13) == 0) {
-      void *req = NULL;
-      conform_phase(c, "iflush(local window, rank %d)", c->next);
-      strand_result_t r = c->rma->iflush(x.rctx, 0, local.mh, (uint32_t)c->next, &req);
-      if (req_issued(c, r, req, "iflush of a registered window after gets") == 0 &&
-          rs_wait_all(c, &x, &req, 1, RMA_WAIT_S, "iflush") == 0)
-        conform_note(c, "iflush after gets completed");
-    }
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &remote);
-  rs_unwin(c, &x, &local);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  return rs_run(c, NULL, flush_body);
 }
 
-static conform_status_t rma_self_put(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t src = {0}, dst = {0}, sig = {0};
-  if (rs_up(c, &x) == 0 && rs_win(c, &x, &src, 65536, 0) == 0 && rs_win(c, &x, &dst, 65536, 0) == 0 &&
-      rs_win(c, &x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO) == 0) {
-    memset(sig.base, 0, sig.len);
-    uint64_t seed = conform_seed(c->rank, c->rank, 17);
-    conform_fill(src.base + 100, 30000, seed);
-    void *req = NULL;
-    if (rs_put_signal(c, &x, &src, 100, 30000, &dst, 200, c->rank, &sig, 4, 1, STRAND_GIN_SIGNAL_OP_ADD, true, &req) == 0 &&
-        wait_signal(c, &x, &sig, 4, 1, &req, 1, "put+signal to this rank itself") == 0) {
-      long long bad = conform_verify(dst.base + 200, 30000, seed);
-      if (bad >= 0) conform_fail(c, "put to this rank itself: byte %lld differs after its signal", bad);
-      else conform_note(c, "put+signal with rank == own rank");
-    }
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &sig);
-  rs_unwin(c, &x, &src);
-  rs_unwin(c, &x, &dst);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+static void self_put_body(conform_ctx_t *c, rs_t *x) {
+  rwin_t *src, *dst, *sig;
+  if (!(src = rs_add_win(c, x, 65536, 0)) || !(dst = rs_add_win(c, x, 65536, 0)) || !(sig = rs_add_sig(c, x))) return;
+  uint64_t seed = conform_seed(c->rank, c->rank, 17);
+  conform_fill(src->base + 100, 30000, seed);
+  void *req = NULL;
+  if (rs_put_signal(c, x, src, 100, 30000, dst, 200, c->rank, sig, 4, 1, STRAND_GIN_SIGNAL_OP_ADD, true, &req) ||
+      wait_signal(c, x, sig, 4, 1, &req, 1, "put+signal to this rank itself"))
+    return;
+  long long bad = conform_verify(dst->base + 200, 30000, seed);
+  if (bad >= 0) conform_fail(c, "put to this rank itself: byte %lld differs after its signal", bad);
+  else conform_note(c, "put+signal with rank == own rank");
 }
+static conform_status_t rma_self_put(conform_ctx_t *c) { return rs_run(c, NULL, self_put_body); }
 
+static void request_non_null_body(conform_ctx_t *c, rs_t *x) {
+  rwin_t *w, *sig;
+  if (!(w = rs_add_win(c, x, 8192, 0)) || !(sig = rs_add_sig(c, x)) || rs_barrier(c, x)) return;
+  void *reqs[5] = {0};
+  int n = 0;
+  if (rs_put(c, x, w, 0, 0, w, 4096, c->next, &reqs[n++]) == 0 && rs_put(c, x, w, 0, 8, w, 4096, c->next, &reqs[n++]) == 0 &&
+      rs_put_signal(c, x, w, 0, 0, w, 4096, c->next, sig, 5, 1, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[n++]) == 0 &&
+      rs_wait_all(c, x, reqs, n, RMA_WAIT_S, "iput/iputSignal") == 0 && c->rma->iget) {
+    conform_phase(c, "iget(8 bytes)");
+    strand_result_t r = c->rma->iget(x->rctx, 0, 4096, w->mh, 8, 0, w->mh, (uint32_t)c->next, &reqs[0]);
+    if (req_issued(c, r, reqs[0], "iget(8 bytes)") == 0) rs_wait_all(c, x, reqs, 1, RMA_WAIT_S, "iget");
+  }
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "iput 0 B / 8 B, iputSignal 0 B%s: requests non-NULL", c->rma->iget ? ", iget" : "");
+}
 /* Every data-path call that succeeds hands out a request, including the trivial ones. */
-static conform_status_t rma_request_non_null(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t w = {0}, sig = {0};
-  if (rs_up(c, &x) == 0 && rs_win(c, &x, &w, 8192, 0) == 0 &&
-      rs_win(c, &x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO) == 0) {
-    memset(sig.base, 0, sig.len);
-    if (rs_barrier(c, &x) == 0) {
-      void *reqs[5] = {0};
-      int n = 0;
-      if (rs_put(c, &x, &w, 0, 0, &w, 4096, c->next, &reqs[n++]) == 0 &&
-          rs_put(c, &x, &w, 0, 8, &w, 4096, c->next, &reqs[n++]) == 0 &&
-          rs_put_signal(c, &x, &w, 0, 0, &w, 4096, c->next, &sig, 5, 1, STRAND_GIN_SIGNAL_OP_INC, true, &reqs[n++]) == 0 &&
-          rs_wait_all(c, &x, reqs, n, RMA_WAIT_S, "iput/iputSignal") == 0 && c->rma->iget) {
-        conform_phase(c, "iget(8 bytes)");
-        strand_result_t r = c->rma->iget(x.rctx, 0, 4096, w.mh, 8, 0, w.mh, (uint32_t)c->next, &reqs[0]);
-        if (req_issued(c, r, reqs[0], "iget(8 bytes)") == 0) rs_wait_all(c, &x, reqs, 1, RMA_WAIT_S, "iget");
-      }
-      if (c->status != CONFORM_FAIL) conform_note(c, "iput 0 B / 8 B, iputSignal 0 B%s: requests non-NULL", c->rma->iget ? ", iget" : "");
-    }
-    rs_barrier(c, &x);
-  }
-  rs_unwin(c, &x, &sig);
-  rs_unwin(c, &x, &w);
-  rs_fini(c, &x);
-  return conform_verdict(c);
-}
+static conform_status_t rma_request_non_null(conform_ctx_t *c) { return rs_run(c, NULL, request_non_null_body); }
 
-static conform_status_t rma_completion_bound(conform_ctx_t *c) {
-  rs_t x;
-  rwin_t w = {0};
-  if (rs_up(c, &x) == 0 && rs_win(c, &x, &w, 65536, 0) == 0 && rs_barrier(c, &x) == 0) {
-    void *reqs[3] = {0};
-    if (rs_put(c, &x, &w, 0, 1, &w, 0, c->next, &reqs[0]) == 0 && rs_put(c, &x, &w, 0, 4096, &w, 4096, c->next, &reqs[1]) == 0 &&
-        rs_put(c, &x, &w, 0, 32768, &w, 8192, c->next, &reqs[2]) == 0 &&
-        rs_wait_all(c, &x, reqs, 3, RMA_COMPLETE_S, "small iput") == 0)
-      conform_note(c, "3 small puts completed within %.1f s", RMA_COMPLETE_S * c->timeout_scale);
-  }
-  if (x.rctx) rs_barrier(c, &x);
-  rs_unwin(c, &x, &w);
-  rs_fini(c, &x);
-  return conform_verdict(c);
+static void completion_bound_body(conform_ctx_t *c, rs_t *x) {
+  rwin_t *w;
+  if (!(w = rs_add_win(c, x, 65536, 0)) || rs_barrier(c, x)) return;
+  void *reqs[3] = {0};
+  if (rs_put(c, x, w, 0, 1, w, 0, c->next, &reqs[0]) == 0 && rs_put(c, x, w, 0, 4096, w, 4096, c->next, &reqs[1]) == 0 &&
+      rs_put(c, x, w, 0, 32768, w, 8192, c->next, &reqs[2]) == 0 &&
+      rs_wait_all(c, x, reqs, 3, RMA_COMPLETE_S, "small iput") == 0)
+    conform_note(c, "3 small puts completed within %.1f s", RMA_COMPLETE_S * c->timeout_scale);
 }
+static conform_status_t rma_completion_bound(conform_ctx_t *c) { return rs_run(c, NULL, completion_bound_body); }
 
-static conform_status_t rma_dereg_misuse(conform_ctx_t *c) {
-  rs_t x;
-  if (rs_up(c, &x) == 0) {
-    size_t len = 8192;
-    void *buf = aligned_alloc(4096, len), *mh = NULL;
-    conform_phase(c, "regMrSym");
-    strand_result_t r = c->rma->regMrSym(x.cc, buf, len, STRAND_PTR_HOST, 0, &mh);
-    if (r != STRAND_SUCCESS || !mh) {
-      conform_fail(c, "regMrSym returned %s, handle %p", conform_result_str(r), mh);
-    } else {
-      conform_phase(c, "deregMrSym");
-      r = c->rma->deregMrSym(x.cc, mh);
-      if (r != STRAND_SUCCESS) conform_fail(c, "deregMrSym of a live registration returned %s", conform_result_str(r));
-      conform_phase(c, "deregMrSym of the same handle again");
-      r = c->rma->deregMrSym(x.cc, mh);
-      if (r == STRAND_SUCCESS)
-        conform_fail(c, "a second deregMrSym of the same handle returned ncclSuccess (must be an error: the handle is "
-                     "no live registration)");
-    }
-    static uint64_t garbage[32];
-    for (int i = 0; i < 32; i++) garbage[i] = 0x5A5A5A5A5A5A5A5AULL;
-    conform_phase(c, "deregMrSym of a pointer that is no handle");
-    r = c->rma->deregMrSym(x.cc, garbage);
-    if (r == STRAND_SUCCESS) conform_fail(c, "deregMrSym of a pointer that is no registration returned ncclSuccess");
-    free(buf);
-    rs_barrier(c, &x);
+static void dereg_misuse_body(conform_ctx_t *c, rs_t *x) {
+  size_t len = 8192;
+  void *buf = aligned_alloc(4096, len), *mh = NULL;
+  conform_phase(c, "regMrSym");
+  strand_result_t r = c->rma->regMrSym(x->cc, buf, len, STRAND_PTR_HOST, 0, &mh);
+  if (r != STRAND_SUCCESS || !mh) {
+    conform_fail(c, "regMrSym returned %s, handle %p", conform_result_str(r), mh);
+  } else {
+    conform_phase(c, "deregMrSym");
+    r = c->rma->deregMrSym(x->cc, mh);
+    if (r != STRAND_SUCCESS) conform_fail(c, "deregMrSym of a live registration returned %s", conform_result_str(r));
+    conform_phase(c, "deregMrSym of the same handle again");
+    r = c->rma->deregMrSym(x->cc, mh);
+    if (r == STRAND_SUCCESS)
+      conform_fail(c, "a second deregMrSym of the same handle returned ncclSuccess (must be an error: the handle is "
+                   "no live registration)");
   }
-  rs_fini(c, &x);
-  return conform_verdict(c);
+  static uint64_t garbage[32];
+  for (int i = 0; i < 32; i++) garbage[i] = 0x5A5A5A5A5A5A5A5AULL;
+  conform_phase(c, "deregMrSym of a pointer that is no handle");
+  r = c->rma->deregMrSym(x->cc, garbage);
+  if (r == STRAND_SUCCESS) conform_fail(c, "deregMrSym of a pointer that is no registration returned ncclSuccess");
+  free(buf);
 }
+static conform_status_t rma_dereg_misuse(conform_ctx_t *c) { return rs_run(c, NULL, dereg_misuse_body); }
 
 /* The odd ranks die (no cleanup: the kernel closes their sockets like a crash); rank 0's puts to
  * them, test() or queryLastError must report an error within the bound. */
 static conform_status_t rma_dead_peer(conform_ctx_t *c) {
   if (c->nranks < 2) return conform_skip(c, "needs 2 ranks");
   rs_t x;
-  rwin_t w = {0};
-  if (rs_up(c, &x) || rs_win(c, &x, &w, 65536, 0) || rs_barrier(c, &x)) {
-    rs_unwin(c, &x, &w);
-    rs_fini(c, &x);
+  rwin_t *w = NULL;
+  if (rs_init(c, &x) || rs_connect(c, &x, x.ctx) || !(w = rs_add_win(c, &x, 65536, 0)) || rs_barrier(c, &x)) {
+    rs_down(c, &x);
     return conform_verdict(c);
   }
   if (c->rank % 2 == 1) {
@@ -935,7 +878,7 @@ static conform_status_t rma_dead_peer(conform_ctx_t *c) {
   while (!how && conform_now() < until) {
     if (!req) {
       conform_phase(c, "iput to the dead rank %d", c->next);
-      strand_result_t r = c->rma->iput(x.rctx, 0, 0, w.mh, 4096, 0, w.mh, (uint32_t)c->next, &req);
+      strand_result_t r = c->rma->iput(x.rctx, 0, 0, w->mh, 4096, 0, w->mh, (uint32_t)c->next, &req);
       puts++;
       if (r != STRAND_SUCCESS) {
         how = "iput";
@@ -971,7 +914,7 @@ static conform_status_t rma_dead_peer(conform_ctx_t *c) {
     conform_note(c, "the dead peer was reported by %s (%s) after %d put(s)", how, detail, puts);
   /* A teardown towards a dead peer is not what this check measures: leave like the dead one. */
   c->exit_without_cleanup = true;
-  free(w.base);
+  free(w->base);
   return conform_verdict(c);
 }
 
