@@ -950,8 +950,8 @@ static conform_status_t rma_cuda_window(conform_ctx_t *c) {
 }
 
 /* The harness inits the net table first (not CONFORM_F_NO_INIT): NCCL inits its net plugin when a
- * communicator starts, long before GIN/RMA (2.30 even hands RMA connect the net's context), and
- * plugins rely on it: aws-ofi-nccl's GIN/RMA init refuses to run without its net initialized. */
+ * communicator starts, before GIN/RMA (2.30.7 src/init.cc: ncclNetInit, ncclRmaInit, ncclGinInit),
+ * and plugins rely on it: aws-ofi-nccl's GIN/RMA init refuses to run without its net initialized. */
 #define RF (CONFORM_F_ABI_INDEPENDENT | CONFORM_F_RMA)
 const conform_check_t conform_checks_rma[] = {
   {"rma.table-complete", "gin-rma §2, §3",
