@@ -220,7 +220,6 @@ static void rs_fini(conform_ctx_t *c, rs_t *x) {
   memset(x, 0, sizeof *x);
 }
 
-
 /* A window the frame deregisters and frees after the body, in reverse order of registration;
  * NULL after a failure (recorded). */
 static rwin_t *rs_add_win(conform_ctx_t *c, rs_t *x, size_t len, uint64_t flags) {
