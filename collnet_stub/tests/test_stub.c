@@ -8,7 +8,7 @@
  * counts; in place; int8 prod, fp8 e4m3 max, float32 sum), windowed all-gather / reduce-scatter
  * with two SGE parts, several collectives in flight tested out of order, group sizes 1, 2, 3, 5,
  * registration rules, bad handles, properties. Mismatched collectives (the ranks of a buggy
- * application disagree on count, datatype, op or kind): every rank's call fails with
+ * application disagree on count, datatype, op, kind or window): every rank's call fails with
  * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too. */
 #include <stdarg.h>
 #include <pthread.h>
@@ -601,7 +601,8 @@ static void capture_logger(strand_log_level_t level, unsigned long flags, const 
   pthread_mutex_unlock(&g_log_lock);
 }
 
-/* One case: the last rank calls something else than the others. Kinds: 0 allreduce, 1 reduce-scatter. */
+/* One case: the last rank calls something else than the others. Kinds: 0 allreduce, 1 reduce-scatter
+ * (count elements per rank), 2 all-gather (count bytes per rank); each over the whole window. */
 typedef struct {
   const char *name;
   size_t count[2]; /* [0]: the other ranks, [1]: the last rank */
@@ -622,6 +623,10 @@ static const mm_case_t mm_cases[] = {
      {"count 0,", "count 1,"}},
     {"allreduce vs reducescatter", {3000, 3000}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_SUM}, {0, 1},
      {"iallreduce(count 3000", "ireducescatter(bytesPerRank"}},
+    {"reducescatter sum vs max", {5000, 5000}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_MAX}, {1, 1},
+     {"bytesPerRank 20000, window 0+", "float32, max)"}},
+    {"allgather 4096 vs 8192 bytes per rank", {4096, 8192}, {STRAND_UINT8, STRAND_UINT8}, {STRAND_SUM, STRAND_SUM},
+     {2, 2}, {"iallgather(bytesPerRank 4096,", "iallgather(bytesPerRank 8192,"}},
 };
 static int g_case;
 
@@ -629,6 +634,10 @@ static strand_result_t mm_post(void *cc, int kind, char *send, char *recv, size_
                                strand_redop_t op, void *smh, void *rmh, void **req) {
   if (kind == 0) return T->iallreduce(cc, send, recv, count, t, op, smh, rmh, req);
   size_t bpr = count * strand_datatype_size(t), total = bpr * (size_t)g_nranks;
+  if (kind == 2) {
+    strand_sge_t part = {rmh, recv, total};
+    return T->iallgather(cc, send, 1, &part, bpr, 0, total, smh, req);
+  }
   strand_sge_t part = {smh, send, total};
   return T->ireducescatter(cc, 1, &part, recv, bpr, 0, total, t, op, rmh, req);
 }
