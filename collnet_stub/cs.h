@@ -37,6 +37,9 @@
 #define CS_CONNECT_TIMEOUT_S 60.0
 /* Largest collective one call may carry, reported as maxCollBytes (test() reports an int size). */
 #define CS_MAX_COLL_BYTES (1ULL << 30)
+/* Every message of an exchange starts with this many bytes of header (cs_coll.c, cs_wire_hdr_t):
+ * what the sender believes the collective is. A multiple of 64, so payloads stay aligned. */
+#define CS_HDR_BYTES 64u
 
 typedef struct {
   uint32_t magic;
@@ -66,8 +69,8 @@ typedef struct {
   size_t chunk;       /* index of the chunk in its collective */
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
   uint64_t seq[2];    /* mesh turn of this chunk's exchanges (reduce-scatter, all-gather) */
-  char *send, *recv;  /* nranks blocks of comm->block bytes each */
-  size_t *slen, *rlen;   /* per peer bytes of the exchange under way */
+  char *send, *recv;  /* nranks messages of comm->stride bytes each (header, then up to block bytes) */
+  size_t *slen, *rlen;   /* per peer bytes of the exchange under way (rlen: received, once done) */
   char **sbuf;           /* per peer source of the exchange under way */
   void **sreq, **rreq;   /* per peer net requests; NULL when not posted or complete */
   bool *sposted, *rposted;
@@ -82,14 +85,16 @@ typedef struct cs_comm {
   const strand_net_t *net;
   void **send, **recv;     /* send[j] / recv[j]: the net comms to / from rank j (NULL at j = rank) */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
-  char *arena;             /* CS_NSLOTS x 2 x nranks x block bytes, registered once per net comm */
+  char *arena;             /* CS_NSLOTS x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;
+  size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
+  uint64_t ncoll;          /* collectives issued so far; the next one's number */
   cs_slot_t slots[CS_NSLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
   uint64_t next_seq; /* next mesh turn handed out */
   uint64_t turn;     /* the exchange allowed to post now (posts stay in one order on every rank) */
-  strand_result_t failed; /* sticky: a failed exchange leaves the mesh out of step */
+  strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;
 } cs_comm_t;
 

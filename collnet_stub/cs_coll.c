@@ -15,7 +15,19 @@
  * turn on once every send and receive was accepted. With two or more slots the AG of chunk k and
  * the RS of chunk k+1 are in flight together (the pipeline).
  *
+ * Agreement. Ranks of a buggy application may call different collectives (count, datatype, op, kind
+ * or window differ). NCCL itself then hangs, or one rank finishes with wrong data. Here every
+ * message starts with a header (cs_wire_hdr_t) saying what its sender believes the collective is;
+ * every exchange is all-to-all and every collective has at least one exchange, and a rank checks
+ * its peers' headers once the exchange completed and before it touches their data. Turns pair up
+ * whatever the ranks believe (each exchange posts exactly one message per peer and direction, and
+ * receives are posted at the largest message size), so the first exchange of a mismatched
+ * collective completes on every rank and every rank sees the disagreement: each fails it with
+ * STRAND_INVALID_USAGE and a WARN naming both sides. The comm stays failed (sticky), so later
+ * collectives fail at once. Bound: one exchange after the last rank issued the collective.
+ *
  * Nothing here blocks: test() posts what it may, polls the net's requests once, and returns. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +36,20 @@
 
 enum { CS_ALLREDUCE, CS_ALLGATHER, CS_REDUCESCATTER };
 enum { CS_PH_RS = 0, CS_PH_AG = 1 };
+
+#define CS_WIRE_MAGIC 0x43534831u
+/* The header of every message: what the sender believes the collective is. All ranks of a group
+ * run the same build on the same architecture, so it travels in host byte order. */
+typedef struct {
+  uint32_t magic;
+  uint32_t rank, nranks;
+  uint8_t kind, phase, dtype, op; /* dtype / op: 0xff for an all-gather */
+  uint64_t turn;                  /* mesh turn of this exchange */
+  uint64_t coll;                  /* the collective's number on the collComm */
+  uint64_t a, b, c;               /* allreduce: count, 0, 0; window collectives: bytesPerRank,
+                                     windowOffset, windowBytes */
+} cs_wire_hdr_t;
+_Static_assert(sizeof(cs_wire_hdr_t) <= CS_HDR_BYTES, "the wire header fits its room");
 
 typedef struct cs_req {
   uint32_t magic;
@@ -38,6 +64,8 @@ typedef struct cs_req {
   strand_sge_t *parts;   /* allgather: receive window; reducescatter: send window (a private copy) */
   int nparts;
   size_t count;          /* allreduce: elements */
+  uint64_t coll;         /* number of the collective on its comm (the wire header's) */
+  size_t bpr, woff, wbytes; /* window collectives: bytesPerRank, windowOffset, windowBytes */
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
   size_t nchunks, next_chunk, chunks_done;
   size_t result_bytes;
@@ -49,8 +77,8 @@ void cs_coll_init_slots(cs_comm_t *c) {
   size_t n = (size_t)c->nranks;
   for (int s = 0; s < CS_NSLOTS; s++) {
     cs_slot_t *sl = &c->slots[s];
-    sl->send = c->arena + (size_t)s * 2 * n * c->block;
-    sl->recv = sl->send + n * c->block;
+    sl->send = c->arena + (size_t)s * 2 * n * c->stride;
+    sl->recv = sl->send + n * c->stride;
     sl->slen = calloc(n, sizeof(size_t));
     sl->rlen = calloc(n, sizeof(size_t));
     sl->blen = calloc(n, sizeof(size_t));
@@ -141,6 +169,7 @@ static cs_req_t *cs_req_new(cs_comm_t *c, int kind, const char *call) {
 }
 
 static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
+  r->coll = c->ncoll++;
   if (c->tail)
     c->tail->next = r;
   else
@@ -184,8 +213,12 @@ static size_t cs_chunks_of_parts(const cs_comm_t *c, const cs_req_t *r) {
   size_t most = 0;
   for (int j = 0; j < c->nranks; j++)
     if (r->part_len[j] > most) most = r->part_len[j];
-  return (most + c->block - 1) / c->block;
+  return most ? (most + c->block - 1) / c->block : 1; /* one exchange at least: agreement */
 }
+
+/* Message j of a slot's send or receive area, and the payload after its header. */
+static char *cs_msg(const cs_comm_t *c, char *base, int j) { return base + (size_t)j * c->stride; }
+static char *cs_blk(const cs_comm_t *c, char *base, int j) { return cs_msg(c, base, j) + CS_HDR_BYTES; }
 
 static strand_result_t cs_check_reduction(cs_comm_t *c, const char *call, strand_datatype_t t, strand_redop_t op) {
   if (strand_reduce_supported(t, op)) return STRAND_SUCCESS;
@@ -224,7 +257,7 @@ strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, si
   r->dst = recvData;
   r->count = count;
   size_t per_chunk = c->block / esz * (size_t)c->nranks;
-  r->nchunks = (count + per_chunk - 1) / per_chunk;
+  r->nchunks = count ? (count + per_chunk - 1) / per_chunk : 1; /* one exchange at least: agreement */
   r->result_bytes = count * esz;
   cs_enqueue(c, r, request);
   return STRAND_SUCCESS;
@@ -264,6 +297,9 @@ strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, st
     return STRAND_INVALID_ARGUMENT;
   }
   r->nchunks = cs_chunks_of_parts(c, r);
+  r->bpr = bytesPerRank;
+  r->woff = windowOffset;
+  r->wbytes = windowBytes;
   r->result_bytes = windowBytes;
   cs_enqueue(c, r, request);
   return STRAND_SUCCESS;
@@ -311,6 +347,9 @@ strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *
     return STRAND_INVALID_ARGUMENT;
   }
   r->nchunks = cs_chunks_of_parts(c, r);
+  r->bpr = bytesPerRank;
+  r->woff = windowOffset;
+  r->wbytes = windowBytes;
   r->result_bytes = r->part_len[c->rank];
   cs_enqueue(c, r, request);
   return STRAND_SUCCESS;
@@ -355,13 +394,41 @@ static void cs_chunk_blocks(const cs_comm_t *c, const cs_req_t *r, size_t k, siz
   }
 }
 
-/* Points the slot's per-peer lengths and buffers at the exchange of `phase`. */
+/* What this rank believes the slot's exchange of `phase` is. */
+static void cs_header_of(const cs_comm_t *c, const cs_slot_t *sl, int phase, cs_wire_hdr_t *h) {
+  const cs_req_t *r = sl->req;
+  memset(h, 0, sizeof *h);
+  h->magic = CS_WIRE_MAGIC;
+  h->rank = (uint32_t)c->rank;
+  h->nranks = (uint32_t)c->nranks;
+  h->kind = (uint8_t)r->kind;
+  h->phase = (uint8_t)phase;
+  h->dtype = r->kind == CS_ALLGATHER ? 0xff : (uint8_t)r->dtype;
+  h->op = r->kind == CS_ALLGATHER ? 0xff : (uint8_t)r->op;
+  h->turn = sl->seq[phase];
+  h->coll = r->coll;
+  if (r->kind == CS_ALLREDUCE) {
+    h->a = r->count;
+  } else {
+    h->a = r->bpr;
+    h->b = r->woff;
+    h->c = r->wbytes;
+  }
+}
+
+/* Points the slot's per-peer lengths and buffers at the exchange of `phase` and writes the header
+ * of every message it sends. Every peer gets a message (a header alone when it has no data), and
+ * receives take the largest message, so the exchange completes even when the ranks disagree. */
 static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   int me = c->rank;
+  cs_wire_hdr_t h;
+  cs_header_of(c, sl, phase, &h);
   for (int j = 0; j < c->nranks; j++) {
-    sl->slen[j] = phase == CS_PH_RS ? sl->blen[j] : sl->blen[me];
-    sl->sbuf[j] = sl->send + (size_t)(phase == CS_PH_RS ? j : me) * c->block;
-    sl->rlen[j] = phase == CS_PH_RS ? sl->blen[me] : sl->blen[j];
+    int src = phase == CS_PH_RS ? j : me;
+    sl->slen[j] = CS_HDR_BYTES + sl->blen[src];
+    sl->sbuf[j] = cs_msg(c, sl->send, src);
+    if (j != me) memcpy(sl->sbuf[j], &h, sizeof h);
+    sl->rlen[j] = c->stride;
     sl->sposted[j] = sl->rposted[j] = j == me;
     sl->sreq[j] = sl->rreq[j] = NULL;
   }
@@ -385,18 +452,18 @@ static bool cs_assign_chunk(cs_comm_t *c) {
   cs_chunk_blocks(c, r, k, sl->blen, sl->boff);
   if (r->kind == CS_ALLREDUCE) {
     for (int j = 0; j < n; j++)
-      if (sl->blen[j]) memcpy(sl->send + (size_t)j * c->block, r->src + sl->boff[j], sl->blen[j]);
+      if (sl->blen[j]) memcpy(cs_blk(c, sl->send, j), r->src + sl->boff[j], sl->blen[j]);
     sl->seq[CS_PH_RS] = c->next_seq++;
     sl->seq[CS_PH_AG] = c->next_seq++;
     cs_slot_exchange(c, sl, CS_PH_RS);
   } else if (r->kind == CS_ALLGATHER) {
-    if (sl->blen[me]) memcpy(sl->send + (size_t)me * c->block, r->src + sl->boff[me], sl->blen[me]);
+    if (sl->blen[me]) memcpy(cs_blk(c, sl->send, me), r->src + sl->boff[me], sl->blen[me]);
     sl->seq[CS_PH_AG] = c->next_seq++;
     cs_slot_exchange(c, sl, CS_PH_AG);
   } else {
     for (int j = 0; j < n; j++)
-      cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], sl->send + (size_t)j * c->block,
-                  sl->blen[j], false);
+      cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], cs_blk(c, sl->send, j), sl->blen[j],
+                  false);
     sl->seq[CS_PH_RS] = c->next_seq++;
     cs_slot_exchange(c, sl, CS_PH_RS);
   }
@@ -419,26 +486,18 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     if (!sl->sposted[j]) {
-      if (sl->slen[j] == 0) {
-        sl->sposted[j] = true;
-      } else {
-        strand_result_t rc = n->isend(c->send[j], sl->sbuf[j], sl->slen[j], 0, c->send_mh[j], NULL, &sl->sreq[j]);
-        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
-        sl->sposted[j] = sl->sreq[j] != NULL; /* NULL: the comm is full, retried next time */
-      }
+      strand_result_t rc = n->isend(c->send[j], sl->sbuf[j], sl->slen[j], 0, c->send_mh[j], NULL, &sl->sreq[j]);
+      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
+      sl->sposted[j] = sl->sreq[j] != NULL; /* NULL: the comm is full, retried next time */
       *changed |= sl->sposted[j];
     }
     if (!sl->rposted[j]) {
-      if (sl->rlen[j] == 0) {
-        sl->rposted[j] = true;
-      } else {
-        void *buf = sl->recv + (size_t)j * c->block;
-        size_t sz = sl->rlen[j];
-        int tag = 0;
-        strand_result_t rc = n->irecv(c->recv[j], 1, &buf, &sz, &tag, &c->recv_mh[j], NULL, &sl->rreq[j]);
-        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
-        sl->rposted[j] = sl->rreq[j] != NULL;
-      }
+      void *buf = cs_msg(c, sl->recv, j);
+      size_t sz = sl->rlen[j];
+      int tag = 0;
+      strand_result_t rc = n->irecv(c->recv[j], 1, &buf, &sz, &tag, &c->recv_mh[j], NULL, &sl->rreq[j]);
+      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
+      sl->rposted[j] = sl->rreq[j] != NULL;
       *changed |= sl->rposted[j];
     }
     all &= sl->sposted[j] && sl->rposted[j];
@@ -457,10 +516,10 @@ static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, char *out) {
   int me = c->rank;
   size_t len = sl->blen[me], cnt = len / r->esz;
   if (len == 0) return STRAND_SUCCESS;
-  char *mine = sl->send + (size_t)me * c->block;
-  memmove(out, me == 0 ? mine : sl->recv, len);
+  char *mine = cs_blk(c, sl->send, me);
+  memmove(out, me == 0 ? mine : cs_blk(c, sl->recv, 0), len);
   for (int j = 1; j < c->nranks; j++) {
-    strand_result_t rc = strand_reduce(r->dtype, r->op, out, j == me ? mine : sl->recv + (size_t)j * c->block, cnt);
+    strand_result_t rc = strand_reduce(r->dtype, r->op, out, j == me ? mine : cs_blk(c, sl->recv, j), cnt);
     if (rc != STRAND_SUCCESS) {
       STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
                   c->nranks, cnt, (int)rc);
@@ -471,15 +530,76 @@ static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, char *out) {
   return STRAND_SUCCESS;
 }
 
+static void cs_describe(const cs_wire_hdr_t *h, char *out, size_t len) {
+  static const char *const kinds[] = {"iallreduce", "iallgather", "ireducescatter"};
+  const char *k = h->kind < 3 ? kinds[h->kind] : "unknown collective";
+  if (h->kind == CS_ALLREDUCE)
+    snprintf(out, len, "%s(count %llu, %s, %s)", k, (unsigned long long)h->a,
+             strand_datatype_name((strand_datatype_t)h->dtype), strand_redop_name((strand_redop_t)h->op));
+  else if (h->kind == CS_ALLGATHER)
+    snprintf(out, len, "%s(bytesPerRank %llu, window %llu+%llu)", k, (unsigned long long)h->a,
+             (unsigned long long)h->b, (unsigned long long)h->c);
+  else
+    snprintf(out, len, "%s(bytesPerRank %llu, window %llu+%llu, %s, %s)", k, (unsigned long long)h->a,
+             (unsigned long long)h->b, (unsigned long long)h->c,
+             strand_datatype_name((strand_datatype_t)h->dtype), strand_redop_name((strand_redop_t)h->op));
+}
+
+/* Before using a completed exchange's data: every peer's header must say what this rank believes
+ * (the same collective, arguments, number and turn), and its payload the length that implies. */
+static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
+  cs_wire_hdr_t mine, peer;
+  cs_header_of(c, sl, sl->phase, &mine);
+  for (int j = 0; j < c->nranks; j++) {
+    if (j == c->rank) continue;
+    int src = sl->phase == CS_PH_RS ? c->rank : j; /* whose block the peer sent */
+    size_t want = CS_HDR_BYTES + sl->blen[src];
+    memset(&peer, 0, sizeof peer);
+    if (sl->rlen[j] >= sizeof peer) memcpy(&peer, cs_msg(c, sl->recv, j), sizeof peer);
+    bool agree = peer.magic == mine.magic && peer.rank == (uint32_t)j && peer.nranks == mine.nranks &&
+                 peer.kind == mine.kind && peer.phase == mine.phase && peer.dtype == mine.dtype &&
+                 peer.op == mine.op && peer.a == mine.a && peer.b == mine.b && peer.c == mine.c;
+    if (agree && peer.turn == mine.turn && peer.coll == mine.coll && sl->rlen[j] == want) continue;
+    char me_s[160], peer_s[160];
+    cs_describe(&mine, me_s, sizeof me_s);
+    if (peer.magic != CS_WIRE_MAGIC) {
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d sent %zu bytes without the stub's header in "
+                  "collective #%llu (%s here): not a collnet_stub peer of this build, or a corrupted "
+                  "message; the collComm is unusable", sl->req->call, c->rank, c->nranks, j, sl->rlen[j],
+                  (unsigned long long)mine.coll, me_s);
+      c->failed = STRAND_REMOTE_ERROR;
+      return c->failed;
+    }
+    cs_describe(&peer, peer_s, sizeof peer_s);
+    if (agree)
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d is out of step: its message is collective #%llu "
+                  "turn %llu with %zu bytes, this rank is at collective #%llu turn %llu expecting %zu "
+                  "(%s on both); the collComm is unusable", sl->req->call, c->rank, c->nranks, j,
+                  (unsigned long long)peer.coll, (unsigned long long)peer.turn, sl->rlen[j],
+                  (unsigned long long)mine.coll, (unsigned long long)mine.turn, want, me_s);
+    else
+      STRAND_WARN("collnet_stub %s(rank %d/%d): the ranks called different collectives: collective #%llu "
+                  "is %s on this rank (%d) but %s on rank %d; every rank fails it with "
+                  "ncclInvalidUsage (all ranks must make the same calls with the same count, datatype "
+                  "and op) and the collComm stays failed", sl->req->call, c->rank, c->nranks,
+                  (unsigned long long)mine.coll, me_s, c->rank, peer_s, j);
+    c->failed = STRAND_INVALID_USAGE;
+    return c->failed;
+  }
+  return STRAND_SUCCESS;
+}
+
 /* The slot's exchange completed: reduce / deliver, then the next exchange or the chunk is done. */
 static strand_result_t cs_exchange_done(cs_comm_t *c, cs_slot_t *sl) {
   cs_req_t *r = sl->req;
   int me = c->rank, n = c->nranks;
-  char *mine = sl->send + (size_t)me * c->block;
+  char *mine = cs_blk(c, sl->send, me);
+  strand_result_t rc = cs_check_peers(c, sl);
+  if (rc != STRAND_SUCCESS) return rc;
   if (sl->phase == CS_PH_RS) {
     /* The receive slot of this rank is unused by the exchange: accumulate there. */
-    char *acc = sl->recv + (size_t)me * c->block;
-    strand_result_t rc = cs_reduce_block(c, sl, acc);
+    char *acc = cs_blk(c, sl->recv, me);
+    rc = cs_reduce_block(c, sl, acc);
     if (rc != STRAND_SUCCESS) return rc;
     if (r->kind == CS_ALLREDUCE) {
       if (sl->blen[me]) memcpy(mine, acc, sl->blen[me]);
@@ -489,7 +609,7 @@ static strand_result_t cs_exchange_done(cs_comm_t *c, cs_slot_t *sl) {
     if (sl->blen[me]) memcpy(r->dst + sl->boff[me], acc, sl->blen[me]);
   } else {
     for (int j = 0; j < n; j++) {
-      const char *blk = j == me ? mine : sl->recv + (size_t)j * c->block;
+      const char *blk = j == me ? mine : cs_blk(c, sl->recv, j);
       if (!sl->blen[j]) continue;
       if (r->kind == CS_ALLREDUCE)
         memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
@@ -516,9 +636,13 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
     }
     if (sl->rreq[j]) {
       done = 0;
+      size = -1;
       strand_result_t rc = n->test(sl->rreq[j], &done, &size);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "receive from", rc);
-      if (done) sl->rreq[j] = NULL;
+      if (done) {
+        sl->rreq[j] = NULL;
+        sl->rlen[j] = size < 0 ? 0 : (size_t)size;
+      }
     }
     all &= !sl->sreq[j] && !sl->rreq[j];
   }

@@ -104,7 +104,8 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   c->dev = l->dev;
   c->net = cs_net();
   c->block = cs_block_bytes(nranks);
-  c->arena_bytes = (size_t)CS_NSLOTS * 2 * (size_t)nranks * c->block;
+  c->stride = CS_HDR_BYTES + c->block;
+  c->arena_bytes = (size_t)CS_NSLOTS * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks, sizeof(void *));
   c->recv = calloc((size_t)nranks, sizeof(void *));
   c->send_mh = calloc((size_t)nranks, sizeof(void *));

@@ -7,13 +7,17 @@
  * Checked against the SDK's CPU reductions in rank order: all-reduce (0, 1, odd, multi-chunk
  * counts; in place; int8 prod, fp8 e4m3 max, float32 sum), windowed all-gather / reduce-scatter
  * with two SGE parts, several collectives in flight tested out of order, group sizes 1, 2, 3, 5,
- * registration rules, bad handles, properties. */
+ * registration rules, bad handles, properties. Mismatched collectives (the ranks of a buggy
+ * application disagree on count, datatype, op, kind or window): every rank's call fails with
+ * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too. */
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strand/collnet_stub.h"
+#include "strand/log.h"
 #include "strand/reduce.h"
 
 static int g_fail;
@@ -577,6 +581,128 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
+/* ------------------------------------------------------------------------- mismatched calls */
+
+/* The WARNs of the stub, kept so that a case can check they name both sides. */
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_warns[8192];
+static void capture_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                           const char *fmt, ...) {
+  (void)flags, (void)file, (void)line;
+  if (level != STRAND_LOG_WARN) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&g_log_lock);
+  size_t used = strlen(g_warns);
+  snprintf(g_warns + used, sizeof g_warns - used, "%s\n", msg);
+  pthread_mutex_unlock(&g_log_lock);
+}
+
+/* One case: the last rank calls something else than the others. Kinds: 0 allreduce, 1 reduce-scatter
+ * (count elements per rank), 2 all-gather (count bytes per rank); each over the whole window. */
+typedef struct {
+  const char *name;
+  size_t count[2]; /* [0]: the other ranks, [1]: the last rank */
+  strand_datatype_t type[2];
+  strand_redop_t op[2];
+  int kind[2];
+  const char *warn_has[2]; /* what the WARNs must name: both sides */
+} mm_case_t;
+
+static const mm_case_t mm_cases[] = {
+    {"count 1Mi vs 512Ki floats", {1u << 20, 1u << 19}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_SUM},
+     {0, 0}, {"count 1048576, float32, sum", "count 524288, float32, sum"}},
+    {"float32 vs float64", {1u << 20, 1u << 20}, {STRAND_FLOAT32, STRAND_FLOAT64}, {STRAND_SUM, STRAND_SUM},
+     {0, 0}, {"float32", "float64"}},
+    {"sum vs max", {4099, 4099}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_MAX}, {0, 0},
+     {"float32, sum", "float32, max"}},
+    {"count 0 vs 1", {0, 1}, {STRAND_INT32, STRAND_INT32}, {STRAND_SUM, STRAND_SUM}, {0, 0},
+     {"count 0,", "count 1,"}},
+    {"allreduce vs reducescatter", {3000, 3000}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_SUM}, {0, 1},
+     {"iallreduce(count 3000", "ireducescatter(bytesPerRank"}},
+    {"reducescatter sum vs max", {5000, 5000}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_MAX}, {1, 1},
+     {"bytesPerRank 20000, window 0+", "float32, max)"}},
+    {"allgather 4096 vs 8192 bytes per rank", {4096, 8192}, {STRAND_UINT8, STRAND_UINT8}, {STRAND_SUM, STRAND_SUM},
+     {2, 2}, {"iallgather(bytesPerRank 4096,", "iallgather(bytesPerRank 8192,"}},
+};
+static int g_case;
+
+static strand_result_t mm_post(void *cc, int kind, char *send, char *recv, size_t count, strand_datatype_t t,
+                               strand_redop_t op, void *smh, void *rmh, void **req) {
+  if (kind == 0) return T->iallreduce(cc, send, recv, count, t, op, smh, rmh, req);
+  size_t bpr = count * strand_datatype_size(t), total = bpr * (size_t)g_nranks;
+  if (kind == 2) {
+    strand_sge_t part = {rmh, recv, total};
+    return T->iallgather(cc, send, 1, &part, bpr, 0, total, smh, req);
+  }
+  strand_sge_t part = {smh, send, total};
+  return T->ireducescatter(cc, 1, &part, recv, bpr, 0, total, t, op, rmh, req);
+}
+
+static void *mismatch_main(void *arg) {
+  int rank = (int)(intptr_t)arg, n = g_nranks, side = rank == n - 1;
+  const mm_case_t *mc = &mm_cases[g_case];
+  void *ctx = NULL, *lc = NULL, *cc = NULL;
+  CHECK(T->init(&ctx, 78, capture_logger) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  void *hp[8];
+  for (int i = 0; i < n; i++) hp[i] = g_handles[i];
+  CHECK(T->connect(hp, n, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
+  T->closeListen(lc);
+  if (!cc) return NULL;
+  size_t bytes = (size_t)1 << 23; /* 1 Mi float64, the largest case */
+  char *send = calloc(1, bytes), *recv = calloc(1, bytes);
+  void *smh = NULL, *rmh = NULL;
+  CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  /* a matching collective first: the mismatch is not the comm's first call */
+  void *req = NULL;
+  strand_result_t rc;
+  do rc = T->iallreduce(cc, send, recv, 100, STRAND_FLOAT32, STRAND_SUM, smh, rmh, &req);
+  while (rc == STRAND_SUCCESS && !req);
+  if (rc == STRAND_SUCCESS) wait_req(req, "the matching iallreduce before the mismatch", rank);
+  req = NULL;
+  do rc = mm_post(cc, mc->kind[side], send, recv, mc->count[side], mc->type[side], mc->op[side], smh, rmh, &req);
+  while (rc == STRAND_SUCCESS && !req);
+  CHECK(rc == STRAND_SUCCESS, "rank %d: %s: posting returned %d", rank, mc->name, (int)rc);
+  int done = 0;
+  long spins = 0;
+  if (rc == STRAND_SUCCESS) /* the bound: far above the few polls detection takes */
+    for (; rc == STRAND_SUCCESS && !done && spins < 50000000L; spins++) rc = T->test(req, &done, NULL);
+  CHECK(!done, "rank %d/%d: %s: the mismatched collective reported done (wrong data)", rank, n, mc->name);
+  CHECK(done || rc == STRAND_INVALID_USAGE, "rank %d/%d: %s: test returned %d after %ld polls (want "
+        "STRAND_INVALID_USAGE %d; 0 = never completed: a hang)", rank, n, mc->name, (int)rc, spins,
+        (int)STRAND_INVALID_USAGE);
+  /* later collectives on the failed comm fail at once, with the same code */
+  req = (void *)1;
+  rc = T->iallreduce(cc, send, recv, 100, STRAND_FLOAT32, STRAND_SUM, smh, rmh, &req);
+  CHECK(rc == STRAND_INVALID_USAGE && req == NULL, "rank %d: %s: a later iallreduce returned %d, request %p",
+        rank, mc->name, (int)rc, req);
+  pthread_barrier_wait(&g_bar);
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl of a failed comm");
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  return NULL;
+}
+
+static void run_ranks(int nranks, void *(*fn)(void *)) {
+  g_nranks = nranks;
+  pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
+  pthread_t th[8];
+  for (int r = 0; r < g_nranks; r++) pthread_create(&th[r], NULL, fn, (void *)(intptr_t)r);
+  for (int r = 0; r < g_nranks; r++) pthread_join(th[r], NULL);
+  pthread_barrier_destroy(&g_bar);
+}
+
 int main(void) {
   T = strand_collnet_stub_for(&mock_net);
   CHECK(T != NULL, "strand_collnet_stub_for(mock)");
@@ -613,5 +739,16 @@ int main(void) {
     pthread_barrier_destroy(&g_bar);
     printf("%s: %d rank(s)\n", g_fail ? "FAIL" : "ok", g_nranks);
   }
+  strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
+  for (int nr = 2; nr <= 3; nr++)
+    for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
+      g_warns[0] = 0;
+      run_ranks(nr, mismatch_main);
+      const mm_case_t *mc = &mm_cases[g_case];
+      for (int k = 0; k < 2; k++)
+        CHECK(strstr(g_warns, mc->warn_has[k]), "%d ranks, %s: no WARN names \"%s\"; WARNs:\n%s", nr,
+              mc->name, mc->warn_has[k], g_warns);
+      printf("%s: %d ranks, mismatch %s\n", g_fail ? "FAIL" : "ok", nr, mc->name);
+    }
   return g_fail ? 1 : 0;
 }

@@ -1,6 +1,8 @@
 /* strand-conform — collnet.*: a CollNet table as NCCL's CollNet transport uses it (spec §4, §8):
  * init/devices, properties, reduceSupport for 12 types x 4 ops, the one-shot N-rank connect, and
- * iallreduce / iallgather / ireducescatter results checked against the SDK's CPU reductions. */
+ * iallreduce / iallgather / ireducescatter results checked against the SDK's CPU reductions, and
+ * collectives the ranks call differently (a buggy application) failing on every rank. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -426,6 +428,127 @@ out:
   return conform_verdict(c);
 }
 
+/* Mismatched collectives: the last rank calls iallreduce with another count, datatype or op than
+ * the others (as a buggy application does). NCCL hangs there, or one rank "completes" with wrong
+ * data; a CollNet must fail the call on EVERY rank within a bound (test() or the call itself
+ * returns an error), report none of them done, and let a later collective on that comm finish
+ * (an error is expected) instead of hanging. Each case runs on a fresh collComm; outcomes are
+ * exchanged over the bootstrap, so the message names the rank that hung or reported done. */
+typedef struct {
+  const char *name;
+  size_t count[2]; /* [0]: ranks 0..n-2, [1]: the last rank */
+  strand_datatype_t type[2];
+  strand_redop_t op[2];
+} cn_mismatch_t;
+
+enum { MM_ERROR, MM_DONE, MM_HANG };
+
+/* Posts (retrying a NULL request) and tests until an error, done, or `bound` seconds. */
+static int cn_outcome(conform_ctx_t *c, cn_t *x, const char *what, void *send, void *recv, size_t count,
+                      strand_datatype_t t, strand_redop_t op, void *smh, void *rmh, double bound,
+                      strand_result_t *rc_out) {
+  double until = conform_now() + bound;
+  void *req = NULL;
+  strand_result_t r;
+  do {
+    conform_phase(c, "%s: iallreduce(%zu, %s, %s)", what, count, strand_datatype_name(t), strand_redop_name(op));
+    r = c->collnet->iallreduce(x->cc, send, recv, count, t, op, smh, rmh, &req);
+  } while (r == STRAND_SUCCESS && !req && conform_now() < until);
+  *rc_out = r;
+  if (r != STRAND_SUCCESS) return MM_ERROR;
+  if (!req) return MM_HANG;
+  for (unsigned spins = 0;; spins++) {
+    int done = 0, size = -1;
+    conform_phase(c, "%s: test", what);
+    r = c->collnet->test(req, &done, &size);
+    *rc_out = r;
+    if (r != STRAND_SUCCESS) return MM_ERROR;
+    if (done) return MM_DONE;
+    if ((spins & 127) == 0 && conform_now() > until) return MM_HANG;
+  }
+}
+
+static conform_status_t collnet_mismatch(conform_ctx_t *c) {
+  if (c->nranks < 2) return conform_skip(c, "needs 2 ranks or more");
+  static const cn_mismatch_t cases[] = {
+      {"count", {1u << 20, 1u << 19}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_SUM}},
+      {"datatype", {1u << 20, 1u << 20}, {STRAND_FLOAT32, STRAND_FLOAT64}, {STRAND_SUM, STRAND_SUM}},
+      {"op", {1u << 16, 1u << 16}, {STRAND_FLOAT32, STRAND_FLOAT32}, {STRAND_SUM, STRAND_MAX}},
+  };
+  /* Detecting takes one exchange once every rank called; 10 s (x --timeout-scale) is far above. */
+  double bound = 10.0 * c->timeout_scale;
+  size_t bytes = (size_t)8 << 20;
+  unsigned char *send = calloc(1, bytes), *recv = calloc(1, bytes);
+  cn_t x;
+  int ran = 0;
+  if (cn_init(c, &x)) goto out;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0] && c->status != CONFORM_FAIL; k++) {
+    const cn_mismatch_t *mc = &cases[k];
+    int side = c->rank == c->nranks - 1;
+    int sup[2] = {0, 0}, all[CONFORM_MAX_RANKS][2], agree = 1;
+    for (int s = 0; s < 2; s++) c->collnet->reduceSupport(mc->type[s], mc->op[s], &sup[s]);
+    if (conform_allgather(c, sup, sizeof sup, all)) {
+      conform_fail(c, "%s", c->bs_error);
+      break;
+    }
+    for (int r = 0; r < c->nranks; r++) agree &= all[r][0] == 1 && all[r][1] == 1;
+    if (!agree) continue;
+    char sides[2][96];
+    for (int s = 0; s < 2; s++)
+      snprintf(sides[s], sizeof sides[s], "iallreduce(count %zu, %s, %s)", mc->count[s],
+               strand_datatype_name(mc->type[s]), strand_redop_name(mc->op[s]));
+    if (cn_connect(c, &x)) break;
+    void *smh = NULL, *rmh = NULL;
+    if (c->collnet->regMr(x.cc, send, bytes, STRAND_PTR_HOST, &smh) != STRAND_SUCCESS ||
+        c->collnet->regMr(x.cc, recv, bytes, STRAND_PTR_HOST, &rmh) != STRAND_SUCCESS) {
+      conform_fail(c, "CollNet regMr of host buffers failed");
+      break;
+    }
+    strand_result_t rc, later_rc = STRAND_SUCCESS;
+    int mine[2];
+    mine[0] = cn_outcome(c, &x, "the mismatched call", send, recv, mc->count[side], mc->type[side],
+                         mc->op[side], smh, rmh, bound, &rc);
+    /* The comm after the error: a matching collective must finish (an error is expected). */
+    mine[1] = mine[0] == MM_ERROR ? cn_outcome(c, &x, "a later call", send, recv, 1024, STRAND_FLOAT32,
+                                               STRAND_SUM, smh, rmh, bound, &later_rc)
+                                  : MM_ERROR;
+    if (conform_allgather(c, mine, sizeof mine, all)) {
+      conform_fail(c, "%s", c->bs_error);
+      break;
+    }
+    char msg[1024];
+    size_t used = 0;
+    for (int r = 0; r < c->nranks; r++) {
+      const char *did = all[r][0] == MM_DONE   ? "reported done (with data its peers did not send)"
+                        : all[r][0] == MM_HANG ? "never completed (a hang)"
+                        : all[r][1] == MM_HANG ? "failed it, but a later iallreduce on that collComm never completed"
+                                               : NULL;
+      if (did && used < sizeof msg)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%srank %d %s", used ? "; " : "", r, did);
+    }
+    if (used)
+      conform_fail(c, "ranks disagreeing on the %s (ranks 0..%d: %s, rank %d: %s): %s within %.0f s; every "
+                   "rank must get an error from iallreduce or test", mc->name, c->nranks - 2, sides[0],
+                   c->nranks - 1, sides[1], msg, bound);
+    else
+      ran++;
+    if (rc == STRAND_SUCCESS) rc = later_rc;
+    c->collnet->deregMr(x.cc, smh);
+    c->collnet->deregMr(x.cc, rmh);
+    conform_phase(c, "closeColl after a mismatch");
+    strand_result_t r = c->collnet->closeColl(x.cc);
+    x.cc = NULL;
+    if (r != STRAND_SUCCESS) conform_fail(c, "closeColl after a mismatched collective returned %s", conform_result_str(r));
+    if (!used && k == 0) conform_note(c, "the count mismatch failed with %s on this rank", conform_result_str(rc));
+  }
+  if (c->status != CONFORM_FAIL) conform_note(c, "%d mismatch case(s) failed on every rank", ran);
+out:
+  cn_fini(c, &x);
+  free(send);
+  free(recv);
+  return conform_verdict(c);
+}
+
 const conform_check_t conform_checks_collnet[] = {
   {"collnet.init", "§1.3 step 5, §4", "CollNet init succeeds, devices >= 1, mandatory members set",
    collnet_init, 30, CONFORM_F_COLLNET},
@@ -443,5 +566,8 @@ const conform_check_t conform_checks_collnet[] = {
    30, CONFORM_F_COLLNET},
   {"collnet.ireducescatter", "§8.3", "ireducescatter window equals the CPU reduction",
    collnet_ireducescatter, 30, CONFORM_F_COLLNET},
+  {"collnet.mismatch-fails-every-rank", "§8.3", "ranks that call iallreduce with different count, "
+   "datatype or op all get an error within a bound; none hangs or reports done", collnet_mismatch, 90,
+   CONFORM_F_COLLNET},
   {0},
 };
