@@ -100,6 +100,9 @@ typedef struct cs_comm {
 
 /* The bound net table, or NULL (cs_plugin.c). */
 const strand_net_t *cs_net(void);
+/* STRAND_SUCCESS while a CollNet context from init is live; else a WARN naming `call` and
+ * ncclInvalidUsage (a connect after the last finalize would build a mesh on a freed context). */
+strand_result_t cs_require_live(const char *call);
 
 /* cs_conn.c */
 strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenComm, void **collComm);

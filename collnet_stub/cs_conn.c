@@ -85,6 +85,7 @@ static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles
 strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenComm, void **collComm) {
   if (!collComm) return STRAND_INVALID_ARGUMENT;
   *collComm = NULL;
+  if (cs_require_live("connect") != STRAND_SUCCESS) return STRAND_INVALID_USAGE;
   cs_listen_t *l = listenComm;
   if (!handles || nranks < 1 || rank < 0 || rank >= nranks || !l || l->magic != CS_LISTEN_MAGIC) {
     STRAND_WARN("collnet_stub connect: invalid arguments (handles %p, nranks %d, rank %d, listenComm %p)",

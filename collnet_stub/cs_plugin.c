@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cs.h"
+#include "strand/lifetime.h"
 #include "strand/net_layer.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
@@ -40,6 +41,14 @@ static const strand_net_t *cs_need_net(const char *call) {
   return strand_net_layer_need(&cs_layer, &strand_collnet_stub_net ? strand_collnet_stub_net : NULL, call);
 }
 
+/* Counts the CollNet contexts from init not finalized yet (no state of its own to set up):
+ * connect needs one (cs_require_live). */
+STRAND_LIFETIME(cs_life, NULL, NULL, NULL);
+
+strand_result_t cs_require_live(const char *call) {
+  return strand_lifetime_require(&cs_life, "collnet_stub", call);
+}
+
 static strand_result_t cs_init(void **ctx, uint64_t commId, strand_logger_t logFunction) {
   if (!ctx) return STRAND_INVALID_ARGUMENT;
   *ctx = NULL;
@@ -57,6 +66,7 @@ static strand_result_t cs_init(void **ctx, uint64_t commId, strand_logger_t logF
   c->magic = CS_CTX_MAGIC;
   c->comm_id = commId;
   *ctx = c;
+  strand_lifetime_acquire(&cs_life); /* no setup: cannot fail */
   return STRAND_SUCCESS;
 }
 
@@ -70,6 +80,7 @@ static strand_result_t cs_finalize(void *ctx) {
   strand_result_t rc = n && n->finalize ? n->finalize(c->net_ctx) : STRAND_SUCCESS;
   c->magic = 0;
   free(c);
+  strand_lifetime_release(&cs_life);
   return rc;
 }
 

@@ -99,13 +99,28 @@ static strand_result_t ib_make_vdevice(int *d, strand_vprops_t *props) {
   return ib_dev_add_virtual(props->devs, props->ndevs, d);
 }
 
+
+/* listen and connect need a live context: after the last finalize they are refused rather than
+ * reopening devices (or dialling peers) that no finalize will close again. */
+static strand_result_t ib_listen_live(void *ctx, int dev, void *handle, void **listenComm) {
+  if (listenComm) *listenComm = NULL;
+  strand_result_t r = strand_lifetime_require(&ib_life, IB_PLUGIN_NAME, "listen");
+  return r != STRAND_SUCCESS ? r : ib_listen(ctx, dev, handle, listenComm);
+}
+
+static strand_result_t ib_connect_live(void *ctx, int dev, void *handle, void **sendComm,
+                                      strand_dev_handle_t **sendDevComm) {
+  if (sendComm) *sendComm = NULL;
+  strand_result_t r = strand_lifetime_require(&ib_life, IB_PLUGIN_NAME, "connect");
+  return r != STRAND_SUCCESS ? r : ib_connect(ctx, dev, handle, sendComm, sendDevComm);
+}
 static const strand_net_t ib_net = {
     .name = IB_PLUGIN_NAME,
     .init = ib_init,
     .devices = ib_devices,
     .getProperties = ib_get_properties,
-    .listen = ib_listen,
-    .connect = ib_connect,
+    .listen = ib_listen_live,
+    .connect = ib_connect_live,
     .accept = ib_accept,
     .regMr = ib_reg_mr,
     .regMrDmaBuf = ib_reg_mr_dmabuf,

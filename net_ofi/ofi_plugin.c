@@ -108,13 +108,28 @@ static strand_result_t ofi_get_properties(int dev, strand_props_t *props) {
   return STRAND_SUCCESS;
 }
 
+
+/* listen and connect need a live context: after the last finalize they are refused rather than
+ * reopening devices (or dialling peers) that no finalize will close again. */
+static strand_result_t ofi_listen_live(void *ctx, int dev, void *handle, void **listenComm) {
+  if (listenComm) *listenComm = NULL;
+  strand_result_t r = strand_lifetime_require(&ofi_life, OFI_PLUGIN_NAME, "listen");
+  return r != STRAND_SUCCESS ? r : ofi_listen(ctx, dev, handle, listenComm);
+}
+
+static strand_result_t ofi_connect_live(void *ctx, int dev, void *handle, void **sendComm,
+                                      strand_dev_handle_t **sendDevComm) {
+  if (sendComm) *sendComm = NULL;
+  strand_result_t r = strand_lifetime_require(&ofi_life, OFI_PLUGIN_NAME, "connect");
+  return r != STRAND_SUCCESS ? r : ofi_connect(ctx, dev, handle, sendComm, sendDevComm);
+}
 static const strand_net_t ofi_net = {
     .name = OFI_PLUGIN_NAME,
     .init = ofi_init,
     .devices = ofi_devices,
     .getProperties = ofi_get_properties,
-    .listen = ofi_listen,
-    .connect = ofi_connect,
+    .listen = ofi_listen_live,
+    .connect = ofi_connect_live,
     .accept = ofi_accept,
     .regMr = ofi_reg_mr,
 #ifdef STRAND_OFI_HAVE_DMABUF

@@ -129,17 +129,23 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
 static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
   uint64_t now = ofi_now_ms();
   if (c->failed != STRAND_SUCCESS || c->state != OFI_CONN_READY) return;
+  /* The whole detection (the wait before the probe, then the probe's own grace) stays within
+   * STRAND_OFI_PEER_TIMEOUT_S of the moment a request began waiting on a peer that is gone: a
+   * probe sent after waiting P ms gets T - P ms, not T (a dead CollNet member took P + T = 31 s
+   * with the defaults). A probe period as long as the timeout would leave no grace: then the
+   * probe goes after half of it. */
+  uint64_t timeout = (uint64_t)ofi_params.peer_timeout_ms;
+  uint64_t wait = (uint64_t)ofi_params.probe_ms < timeout ? (uint64_t)ofi_params.probe_ms : timeout / 2;
   if (c->probe_sent_ms) {
-    if (now - c->probe_sent_ms > (uint64_t)ofi_params.peer_timeout_ms)
+    if (now - c->probe_sent_ms > timeout - wait)
       ofi_comm_fail(c, STRAND_REMOTE_ERROR,
-                    "the peer's endpoint has not taken a liveness probe for %ld s "
-                    "(STRAND_OFI_PEER_TIMEOUT_S): the peer host or network is gone",
+                    "the peer's endpoint has not taken a liveness probe within %ld s of a request "
+                    "waiting on it (STRAND_OFI_PEER_TIMEOUT_S): the peer process, host or network "
+                    "is gone",
                     ofi_params.peer_timeout_ms / 1000);
     return;
   }
-  if (now - since_ms < (uint64_t)ofi_params.probe_ms ||
-      now - c->last_probe_ms < (uint64_t)ofi_params.probe_ms)
-    return;
+  if (now - since_ms < wait || now - c->last_probe_ms < wait) return;
   ofi_dev_t *d = c->dev;
   if (ofi_ctrl_send(d, c->peer, OFI_CTRL_PROBE, c->peer_id, c->id, c->nonce, 0, c->id, d->ep_name,
                     d->ep_name_len, ofi_conn_ctrl_sent) == 0) {

@@ -80,13 +80,28 @@ static strand_result_t sk_get_properties(int dev, strand_props_t *p) {
   return STRAND_SUCCESS;
 }
 
+
+/* listen and connect need a live context: after the last finalize they are refused rather than
+ * reopening devices (or dialling peers) that no finalize will close again. */
+static strand_result_t sk_listen_live(void *ctx, int dev, void *handle, void **listenComm) {
+  if (listenComm) *listenComm = NULL;
+  strand_result_t r = strand_lifetime_require(&sk_life, SK_PLUGIN_NAME, "listen");
+  return r != STRAND_SUCCESS ? r : sk_listen(ctx, dev, handle, listenComm);
+}
+
+static strand_result_t sk_connect_live(void *ctx, int dev, void *handle, void **sendComm,
+                                      strand_dev_handle_t **sendDevComm) {
+  if (sendComm) *sendComm = NULL;
+  strand_result_t r = strand_lifetime_require(&sk_life, SK_PLUGIN_NAME, "connect");
+  return r != STRAND_SUCCESS ? r : sk_connect(ctx, dev, handle, sendComm, sendDevComm);
+}
 static const strand_net_t sk_net = {
     .name = SK_PLUGIN_NAME,
     .init = sk_init,
     .devices = sk_devices,
     .getProperties = sk_get_properties,
-    .listen = sk_listen,
-    .connect = sk_connect,
+    .listen = sk_listen_live,
+    .connect = sk_connect_live,
     .accept = sk_accept,
     .regMr = sk_reg_mr,
     .regMrDmaBuf = NULL,

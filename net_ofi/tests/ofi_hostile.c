@@ -14,6 +14,14 @@
  *                     are rejected: every such address must leave the AV again once its REJECT is
  *                     done (no growth with the number of strangers), and a later legitimate connect
  *                     from a new peer still works
+ *   collnet-death     a 2-rank CollNet group (the plugin's ncclCollNetPlugin_v12: collnet_stub over
+ *                     strand-ofi) all-reduces once, the member process exits without cleanup, and
+ *                     the survivor's next all-reduce must fail within STRAND_OFI_PEER_TIMEOUT_S
+ *                     (+1 s) — the wait before the liveness probe included
+ *   memory-cycle      the cycle of issue 23: listen, a peer process connects and sends one message,
+ *                     accept + irecv, closeRecv / closeSend / closeListen; OFI_HOSTILE_CYCLES times
+ *                     (1000). RSS growth per cycle after a 10% warm-up must stay under the `memory`
+ *                     bound; the one-time growth of the first connection is printed apart
  *   flap-recv HANDLE_FILE STOP_FILE / flap-send HANDLE_FILE STOP_FILE
  *                     the receiver writes its handle, then both move verified 64 KiB messages until
  *                     STOP_FILE exists. Exit 0: everything arrived intact; 3: test() reported an
@@ -452,6 +460,152 @@ static int test_memory(const char *plugin) {
   return 0;
 }
 
+/* ---- memory per full cycle (issue 23): listen, connect/accept, one message, close all ---- */
+static int test_memory_cycle(const char *plugin) {
+#if defined(__SANITIZE_ADDRESS__)
+  printf("SKIP memory-cycle: RSS bounds are meaningless under AddressSanitizer's quarantine\n");
+  exit(77);
+#endif
+  int n = getenv("OFI_HOSTILE_CYCLES") ? atoi(getenv("OFI_HOSTILE_CYCLES")) : 1000, warm = n / 10;
+  long rss0 = 0, prss0 = 0, rss_first = 0, rss_start = rss_kib();
+  double t0 = pt_now_s();
+  if (peer_start(plugin)) return -1;
+  for (int k = 0; k < n; k++) {
+    void *r = NULL;
+    if (peer_pair('c', &r, BOUND_S)) return -1;
+    if (k == 0) rss_first = rss_kib();
+    net->closeRecv(r);
+    char x = 'x';
+    PT_CHECK(write(peer_in, &x, 1) == 1, "command to peer");
+    if (k + 1 == warm) rss0 = rss_kib(), prss0 = peer_rss();
+  }
+  long rss1 = rss_kib(), prss1 = peer_rss();
+  peer_stop();
+  long per = (rss1 - rss0) * 1024 / (n - warm), pper = (prss1 - prss0) * 1024 / (n - warm);
+  printf("  memory-cycle: listener RSS %ld KiB before the first connection, %ld after it; "
+         "listener %ld -> %ld KiB (%ld bytes per cycle), connector %ld -> %ld KiB (%ld bytes per "
+         "cycle) from cycle %d to %d (%.1f s)\n",
+         rss_start, rss_first, rss0, rss1, per, prss0, prss1, pper, warm, n, pt_now_s() - t0);
+  const long bound_bytes_per_cycle = 2048; /* the `memory` bound: a comm's state is ~17 KiB */
+  PT_CHECK(per <= bound_bytes_per_cycle && pper <= bound_bytes_per_cycle,
+           "RSS grows %ld / %ld bytes per listen/connect/message/close cycle (listener / connector; "
+           "bound %ld)", per, pper, bound_bytes_per_cycle);
+  printf("ok memory-cycle\n");
+  return 0;
+}
+
+/* ---- a CollNet member dies (issue 23) ----
+ * Two processes form a 2-rank CollNet group through the plugin's ncclCollNetPlugin_v12 (collnet_stub
+ * over strand-ofi's comms) and complete one all-reduce; then the member process exits without any
+ * cleanup and the survivor's next all-reduce must fail within STRAND_OFI_PEER_TIMEOUT_S (+1 s for
+ * scheduling on a loaded host), not hang and not take longer than the net comms' own bound.
+ * `ofi_hostile PLUGIN collnet-member IN_FD OUT_FD`: the member (reads rank 0's handle, answers its
+ * own, connects, all-reduces once, waits for 'q', then _exit). */
+enum { CN_COUNT = 4096 };
+static strand_collnet_v12_t *cn;
+
+static int cn_allreduce(void *cc, float *sb, float *rb, void *smh, void *rmh, double bound, int *rc_out) {
+  void *rq = NULL;
+  double t0 = pt_now_s();
+  int rc = 0;
+  while (!rq && rc == 0 && pt_now_s() - t0 < bound)
+    rc = cn->iallreduce(cc, sb, rb, CN_COUNT, STRAND_FLOAT32, STRAND_SUM, smh, rmh, &rq);
+  int done = 0, size = 0;
+  while (rc == 0 && rq && !done && pt_now_s() - t0 < bound) rc = cn->test(rq, &done, &size);
+  *rc_out = rc;
+  return rc == 0 && done ? 0 : -1;
+}
+
+static int cn_group(int rank, int in, int out, void **ctx_out, void **cc_out) {
+  cn = pt_load_table(getenv("OFI_HOSTILE_PLUGIN"), "ncclCollNetPlugin_v12");
+  PT_CHECK(cn, "no ncclCollNetPlugin_v12");
+  void *cctx = NULL, *lc = NULL;
+  PT_CHECK(cn->init(&cctx, 0x4344, logger) == 0, "collnet init");
+  int nd = 0;
+  PT_CHECK(cn->devices(&nd) == 0 && nd > 0, "collnet devices: %d", nd);
+  char h[2][STRAND_NET_HANDLE_MAXSIZE];
+  PT_CHECK(cn->listen(cctx, 0, h[rank], &lc) == 0 && lc, "collnet listen");
+  /* rank 0 sends its handle first, rank 1 answers with its own */
+  if (rank == 0) {
+    PT_CHECK(write(out, h[0], sizeof h[0]) == (ssize_t)sizeof h[0], "handle to member");
+    PT_CHECK(read_full(in, h[1], sizeof h[1]) == 0, "handle from member");
+  } else {
+    PT_CHECK(read_full(in, h[0], sizeof h[0]) == 0, "handle from rank 0");
+    PT_CHECK(write(out, h[1], sizeof h[1]) == (ssize_t)sizeof h[1], "handle to rank 0");
+  }
+  void *handles[2] = {h[0], h[1]}, *cc = NULL;
+  PT_CHECK(cn->connect(handles, 2, rank, lc, &cc) == 0 && cc, "collnet connect");
+  cn->closeListen(lc);
+  *ctx_out = cctx, *cc_out = cc;
+  return 0;
+}
+
+static int collnet_member(int in, int out) {
+  void *cctx, *cc;
+  if (cn_group(1, in, out, &cctx, &cc)) return 1;
+  static float sb[CN_COUNT], rb[CN_COUNT];
+  void *smh = NULL, *rmh = NULL;
+  PT_CHECK(cn->regMr(cc, sb, sizeof sb, STRAND_PTR_HOST, &smh) == 0 &&
+           cn->regMr(cc, rb, sizeof rb, STRAND_PTR_HOST, &rmh) == 0, "collnet regMr");
+  for (int i = 0; i < CN_COUNT; i++) sb[i] = 2.0f;
+  int rc = 0;
+  PT_CHECK(cn_allreduce(cc, sb, rb, smh, rmh, BOUND_S, &rc) == 0, "member all-reduce: %d", rc);
+  char ok = rb[0] == 3.0f ? 0 : 1, q;
+  if (write(out, &ok, 1) != 1) return 1;
+  read_full(in, &q, 1);
+  _exit(0); /* a crash: no close, no finalize; the kernel closes the member's sockets */
+}
+
+static int test_collnet_death(const char *plugin) {
+  setenv("OFI_HOSTILE_PLUGIN", plugin, 1);
+  int a[2], b[2];
+  PT_CHECK(pipe(a) == 0 && pipe(b) == 0, "pipe");
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char in[16], out[16];
+    snprintf(in, sizeof in, "%d", a[0]);
+    snprintf(out, sizeof out, "%d", b[1]);
+    execl("/proc/self/exe", "ofi_hostile", plugin, "collnet-member", in, out, (char *)NULL);
+    _exit(127);
+  }
+  close(a[0]);
+  close(b[1]);
+  void *cctx, *cc;
+  if (cn_group(0, b[0], a[1], &cctx, &cc)) return -1;
+  static float sb[CN_COUNT], rb[CN_COUNT];
+  void *smh = NULL, *rmh = NULL;
+  PT_CHECK(cn->regMr(cc, sb, sizeof sb, STRAND_PTR_HOST, &smh) == 0 &&
+           cn->regMr(cc, rb, sizeof rb, STRAND_PTR_HOST, &rmh) == 0, "collnet regMr");
+  for (int i = 0; i < CN_COUNT; i++) sb[i] = 1.0f;
+  int rc = 0;
+  PT_CHECK(cn_allreduce(cc, sb, rb, smh, rmh, BOUND_S, &rc) == 0 && rb[0] == 3.0f,
+           "all-reduce with both members: result %d, %g", rc, rb[0]);
+  char ok = 1, q = 'q';
+  PT_CHECK(read_full(b[0], &ok, 1) == 0 && ok == 0, "the member's all-reduce");
+  PT_CHECK(write(a[1], &q, 1) == 1, "command to member");
+  waitpid(pid, NULL, 0);
+  long timeout_ms = 30000;
+  if (getenv("STRAND_OFI_PEER_TIMEOUT_S")) timeout_ms = atol(getenv("STRAND_OFI_PEER_TIMEOUT_S")) * 1000;
+  double t0 = pt_now_s(), bound = (double)timeout_ms / 1000.0 + 1.0;
+  /* Wait a little past the bound so that a late error is told apart from none at all. */
+  int r2 = cn_allreduce(cc, sb, rb, smh, rmh, bound + 10.0, &rc);
+  double dt = pt_now_s() - t0;
+  printf("  collnet-death: the survivor's all-reduce returned %d after %.2f s (STRAND_OFI_PEER_TIMEOUT_S "
+         "%ld s)\n", rc, dt, timeout_ms / 1000);
+  PT_CHECK(r2 != 0 && rc != 0, "the all-reduce with a dead member did not fail within %.0f s", bound + 10.0);
+  PT_CHECK(dt <= bound, "a dead CollNet member was reported after %.2f s, past STRAND_OFI_PEER_TIMEOUT_S "
+           "(%ld s) + 1 s", dt, timeout_ms / 1000);
+  cn->deregMr(cc, smh);
+  cn->deregMr(cc, rmh);
+  cn->closeColl(cc);
+  cn->finalize(cctx);
+  close(a[1]);
+  close(b[0]);
+  printf("ok collnet-death\n");
+  return 0;
+}
+
 /* ---- link flap halves ---- */
 enum { FLAP_SZ = 65536, FLAP_DEPTH = 4 };
 
@@ -573,6 +727,10 @@ int main(int argc, char **argv) {
   PT_CHECK(net->init(&ctx, 0x1234, NULL, logger, NULL) == STRAND_SUCCESS, "init");
   const char *mode = argv[2];
   if (strcmp(mode, "peer") == 0 && argc >= 5) return peer_main(atoi(argv[3]), atoi(argv[4]));
+  if (strcmp(mode, "collnet-member") == 0 && argc >= 5) {
+    setenv("OFI_HOSTILE_PLUGIN", argv[1], 1);
+    return collnet_member(atoi(argv[3]), atoi(argv[4]));
+  }
   if (strcmp(mode, "flap-recv") == 0 || strcmp(mode, "flap-send") == 0) {
     if (argc < 5) return 2;
     return flap(mode[5] == 's', argv[3], argv[4]);
@@ -585,6 +743,10 @@ int main(int argc, char **argv) {
     test_memory(argv[1]);
   else if (strcmp(mode, "rejects") == 0)
     test_rejects(argv[1]);
+  else if (strcmp(mode, "collnet-death") == 0)
+    test_collnet_death(argv[1]);
+  else if (strcmp(mode, "memory-cycle") == 0)
+    test_memory_cycle(argv[1]);
   else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

@@ -46,3 +46,10 @@ int strand_lifetime_contexts(strand_lifetime_t *lt) {
   pthread_mutex_unlock(&lt->lock);
   return n;
 }
+
+strand_result_t strand_lifetime_require(strand_lifetime_t *lt, const char *plugin, const char *call) {
+  if (strand_lifetime_contexts(lt) > 0) return STRAND_SUCCESS;
+  STRAND_WARN("%s %s: no context is live (called before init or after the last finalize); refused",
+              plugin, call);
+  return STRAND_INVALID_USAGE;
+}

@@ -146,6 +146,7 @@ extern const conform_check_t conform_checks_unpack[];
 extern const conform_check_t conform_checks_hostile[];
 extern const conform_check_t conform_checks_tuner[];
 extern const conform_check_t conform_checks_rma[];
+extern const conform_check_t conform_checks_finalize[];
 
 /* ------------------------------------------------------------------------------------------- */
 /* What a check body sees.                                                                      */

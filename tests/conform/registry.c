@@ -12,7 +12,8 @@ int conform_all_checks(const conform_check_t ***out) {
     const conform_check_t *tables[] = {
       conform_checks_load, conform_checks_props, conform_checks_handle, conform_checks_conn,
       conform_checks_reg, conform_checks_xfer, conform_checks_limits, conform_checks_group,
-      conform_checks_life, conform_checks_collnet, conform_checks_unpack, conform_checks_hostile,
+      conform_checks_life, conform_checks_collnet, conform_checks_unpack, conform_checks_finalize,
+      conform_checks_hostile,
       conform_checks_tuner, conform_checks_rma,
     };
     int cap = 0;

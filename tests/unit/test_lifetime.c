@@ -1,6 +1,7 @@
 /* Unit tests of strand/lifetime.h: setup on the first acquire only, teardown on the last release,
  * teardown deferred (with a WARN) while connections are open, a failed setup counted as nothing
- * and retried, unload, stray releases, and many threads acquiring and releasing at once. */
+ * and retried, unload, stray releases, many threads acquiring and releasing at once, and the
+ * refusal of connection-making calls without a live context. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +160,24 @@ static void test_macro_defines_a_usable_lifetime(void **state) {
   assert_int_equal(g_teardowns, 1);
 }
 
+/* Connection-making calls are refused (WARN + ncclInvalidUsage) before the first init and after
+ * the last finalize, and allowed while any context is live. */
+static void test_require_refuses_without_a_live_context(void **state) {
+  (void)state;
+  strand_lifetime_t lt = FRESH();
+  assert_int_equal(strand_lifetime_require(&lt, "p", "listen"), STRAND_INVALID_USAGE);
+  assert_int_equal(g_warns, 1);
+  assert_non_null(strstr(g_last_warn, "listen"));
+  assert_int_equal(strand_lifetime_acquire(&lt), STRAND_SUCCESS);
+  assert_int_equal(strand_lifetime_acquire(&lt), STRAND_SUCCESS);
+  strand_lifetime_release(&lt);
+  assert_int_equal(strand_lifetime_require(&lt, "p", "connect"), STRAND_SUCCESS);
+  strand_lifetime_release(&lt);
+  assert_int_equal(strand_lifetime_require(&lt, "p", "connect"), STRAND_INVALID_USAGE);
+  assert_int_equal(g_warns, 2);
+  assert_non_null(strstr(g_last_warn, "after the last finalize"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_first_acquire_sets_up_last_release_tears_down, reset),
@@ -168,6 +187,7 @@ int main(void) {
       cmocka_unit_test_setup(test_no_callbacks, reset),
       cmocka_unit_test_setup(test_threads_balance, reset),
       cmocka_unit_test_setup(test_macro_defines_a_usable_lifetime, reset),
+      cmocka_unit_test_setup(test_require_refuses_without_a_live_context, reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,11 @@ void strand_lifetime_release(strand_lifetime_t *lt);
 void strand_lifetime_unload(strand_lifetime_t *lt);
 /* Live contexts (for logging and tests). */
 int strand_lifetime_contexts(strand_lifetime_t *lt);
+/* For calls that create connections (listen, connect): STRAND_SUCCESS while a context from init is
+ * live, else a WARN naming `call` and STRAND_INVALID_USAGE. After the last finalize the plugin's
+ * state is torn down (or held only for comms left open); a connection made then would reopen
+ * devices nobody finalizes again, or hang on a context that is gone. */
+strand_result_t strand_lifetime_require(strand_lifetime_t *lt, const char *plugin, const char *call);
 
 /* Defines `name` and a destructor that calls strand_lifetime_unload at dlclose / process exit. */
 #define STRAND_LIFETIME(name, setup_fn, teardown_fn, open_comms_fn)                                \
