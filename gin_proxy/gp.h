@@ -43,8 +43,8 @@
  * the pair's bulk comm, GP_BULK_SLOTS pieces in flight each way. Below GP_BULK_MIN the two extra
  * net requests per piece cost more than copying through a slot. */
 #define GP_BULK_MIN (256u << 10)
-#define GP_BULK_CHUNK (2u << 20)
-#define GP_BULK_SLOTS 4
+#define GP_BULK_CHUNK (1u << 20)
+#define GP_BULK_SLOTS 8
 /* Net comms per ordered pair: 0 control, 1 bulk. */
 #define GP_COMMS_PER_PAIR 2
 /* A success ack waits this long for a message to ride on before it is sent on its own. */
