@@ -7,6 +7,8 @@
  *                incoming messages at the target, acks and replies at the source
  *   gp_mr.c      regMrSym / regMrSymDmaBuf / deregMrSym: symmetric windows by registration order
  *   gp_conn.c    connect (the mesh, staging arenas, receive slots) and closeColl
+ *   gp_bulk.c    large puts: their bytes on a second comm per pair, zero-copy for host windows,
+ *                through pinned bounce buffers and asynchronous copies for GPU windows
  *   gp_cuda.c    GPU windows: every copy into or out of a window and every signal
  * and gp_wire.h (the wire format). */
 #ifndef STRAND_GP_H
@@ -37,6 +39,16 @@
 /* Requests in flight on one net comm, well under the 32 every net must accept. */
 #define GP_RECV_SLOTS 8
 #define GP_SEND_SLOTS 8
+/* Large puts (gp_bulk.c): a put of GP_BULK_MIN bytes or more moves in GP_BULK_CHUNK pieces on
+ * the pair's bulk comm, GP_BULK_SLOTS pieces in flight each way. Below GP_BULK_MIN the two extra
+ * net requests per piece cost more than copying through a slot. */
+#define GP_BULK_MIN (256u << 10)
+#define GP_BULK_CHUNK (1u << 20)
+#define GP_BULK_SLOTS 8
+/* Net comms per ordered pair: 0 control, 1 bulk. */
+#define GP_COMMS_PER_PAIR 2
+/* A success ack waits this long for a message to ride on before it is sent on its own. */
+#define GP_ACK_DELAY_S 20e-6
 /* Bound on connect: every rank of the group must call connect within it. */
 #define GP_CONNECT_TIMEOUT_S 60.0
 
@@ -62,6 +74,8 @@ typedef struct gp_mr {
   size_t size;
   bool cuda;    /* GPU memory: moved by gp_copy / gp_signal through the CUDA driver */
   void *cu_ctx; /* its CUDA context */
+  /* host windows: the net's registration on each peer's bulk comms ([nranks]; gp_bulk.c) */
+  void **bulk_send_mh, **bulk_recv_mh;
 } gp_mr_t;
 
 enum { GP_OP_PUT = 1, GP_OP_GET, GP_OP_FLUSH };
@@ -78,6 +92,7 @@ typedef struct gp_req {
   strand_result_t status;
   /* PUT: local source; GET: local destination. */
   char *local;
+  gp_mr_t *src_win; /* PUT: the window `local` lies in (NULL once deregistered) */
   bool local_cuda;  /* `local` is GPU memory */
   size_t size;
   uint32_t win;     /* PUT: destination window id; GET: source window id */
@@ -103,8 +118,33 @@ typedef struct gp_item {
   struct gp_item *next;
 } gp_item_t;
 
+/* One piece of a large put on a bulk comm (gp_bulk.c). */
+enum { GP_BS_FREE = 0, GP_BS_WAIT_POST, GP_BS_COPY_IN, GP_BS_POSTED, GP_BS_COPY_OUT, GP_BS_DONE };
 typedef struct {
-  void *send, *recv;     /* the net comms to / from the peer */
+  int state;
+  char *ptr;          /* what the net sends from / receives into */
+  size_t len;
+  void *mh;           /* ptr's registration on the bulk comm */
+  void *req;          /* the net's request */
+  void *ev;           /* CUDA event after this slot's copy (created once, reused) */
+  char *bounce;       /* staging for GPU memory or discarded bytes, allocated at first need */
+  void *bounce_mh;
+  bool bounce_pinned;
+  /* target side: where the bytes go once in, and what completes with them */
+  char *dst;
+  bool dst_cuda, last;
+  uint64_t seq;
+  strand_result_t status; /* the op's error (bytes discarded), or success */
+  bool signal;
+  uint32_t sig_win, sig_op;
+  uint64_t sig_off, sig_val;
+} gp_bslot_t;
+
+typedef struct {
+  void *send, *recv;     /* the control comms to / from the peer */
+  void *bsend, *brecv;   /* the bulk comms to / from the peer */
+  gp_bslot_t bs[GP_BULK_SLOTS], br[GP_BULK_SLOTS]; /* rings: outgoing / incoming bulk pieces */
+  int bs_head, bs_n, br_head, br_n;
   void *send_mh, *recv_mh;
   char *sbuf, *rbuf;     /* GP_SEND_SLOTS / GP_RECV_SLOTS slots of GP_SLOT_BYTES */
   void *sreq[GP_SEND_SLOTS];   /* posted sends; NULL: slot free (unless it is `spend`) */
@@ -122,6 +162,10 @@ typedef struct {
   uint64_t rx_bad_seq;   /* incoming op being dropped (bounds error on its first fragment) */
   strand_result_t rx_bad;
   bool item_turn;        /* fairness: alternate our fragments with acks / replies we owe */
+  bool rheld;            /* the receive at rhead is complete but waits for bulk pieces ahead of it */
+  int rheld_size;
+  uint64_t ack_owed;     /* success ack not sent yet (rides on the next message to the peer) */
+  double ack_owed_since;
 } gp_peer_t;
 
 typedef struct gp_comm {
@@ -175,6 +219,8 @@ gp_mr_t *gp_mr_get(gp_comm_t *c, void *mhandle);
 void gp_mr_free_all(gp_comm_t *c);
 
 /* gp_engine.c */
+/* Everything to and from j fails from now on (a net error, or the stream out of step). */
+void gp_peer_fail(gp_comm_t *c, int j, strand_result_t rc, const char *what);
 /* Drives every peer of c once: completes sends, applies what arrived, sends what is queued. */
 void gp_progress(gp_comm_t *c);
 /* Posts every receive slot of every peer (connect). */
@@ -194,6 +240,34 @@ gp_req_t *gp_req_new(gp_comm_t *c, int kind, int peer);
 void gp_req_free(gp_comm_t *c, gp_req_t *r);
 void gp_req_finish(gp_req_t *r, strand_result_t status);
 
+/* gp_bulk.c */
+/* Whether op r moves on the bulk comm. */
+bool gp_bulk_op(const gp_req_t *r);
+/* Source: puts the next piece of bulk op r into the free slot (the caller checked bs_n <
+ * GP_BULK_SLOTS) and fills h (GP_F_BULK, off, bulk = the piece's size, no payload). */
+strand_result_t gp_bulk_send_take(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h);
+/* Target: whether another announced piece can be taken now. */
+bool gp_bulk_recv_room(const gp_peer_t *p);
+/* Target: a bulk PUT fragment is applied: its receive goes into the ring. status != success: the
+ * op was refused; its bytes are received and dropped. */
+strand_result_t gp_bulk_recv_take(gp_comm_t *c, int j, const gp_hdr_t *h, strand_result_t status);
+/* Drives both rings of peer j: copies, posts in ring order, completions; each incoming op whose
+ * last piece is in goes to gp_bulk_op_done. */
+strand_result_t gp_bulk_progress(gp_comm_t *c, int j, const char **what);
+/* gp_engine.c: an incoming bulk op's last piece is in the window (or dropped): signal and ack. */
+void gp_bulk_op_done(gp_comm_t *c, int j, const gp_bslot_t *s);
+/* Registers host window m on every peer's bulk comms (regMrSym). */
+strand_result_t gp_bulk_reg(gp_comm_t *c, gp_mr_t *m);
+/* deregMrSym: waits (bounded) for the pieces still reading or writing m, then drops the net's
+ * registrations; a peer whose pieces do not finish in time fails and loses its bulk comms. */
+void gp_bulk_dereg(gp_comm_t *c, gp_mr_t *m);
+/* Closes peer j's bulk comms, dropping their registrations and pieces. */
+void gp_bulk_close_peer(gp_comm_t *c, int j);
+/* closeColl, before the comms close: every registration on the bulk comms; after: the bounce
+ * buffers and events. */
+void gp_bulk_release(gp_comm_t *c);
+void gp_bulk_free(gp_comm_t *c);
+
 /* gp_cuda.c */
 bool gp_cuda_available(void);
 /* Marks window m (registered as GPU memory) as such, after checking that it is device memory;
@@ -203,6 +277,15 @@ strand_result_t gp_cuda_attach(gp_comm_t *c, gp_mr_t *m, const char *call);
 void gp_cuda_detach(gp_comm_t *c);
 /* n bytes src -> dst, either side host or GPU memory; complete when it returns. */
 strand_result_t gp_copy(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n);
+/* The same, asynchronous: queued on the comm's stream, *ev (created on first use) recorded after. */
+strand_result_t gp_copy_async(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n,
+                              void **ev);
+/* Whether the copy behind ev is done (*rc: its error, if it failed). */
+bool gp_event_done(gp_comm_t *c, void *ev, strand_result_t *rc);
+void gp_event_destroy(gp_comm_t *c, void *ev);
+/* Host staging: pinned (page-locked through CUDA) once the comm has GPU windows, else plain. */
+void *gp_host_alloc(gp_comm_t *c, size_t n, bool *pinned);
+void gp_host_free(void *p, bool pinned);
 /* The signal's effect on its word, ordered after everything written to the comm's windows
  * before it (host: a release atomic; GPU: an atomic add on the copy stream). */
 strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value);

@@ -1,5 +1,5 @@
-/* gin_proxy: connect (the group's mesh of net comms, one per ordered pair, with the staging slots
- * registered on each) and closeColl.
+/* gin_proxy: connect (the group's mesh of net comms, two per ordered pair: the control comm with
+ * the staging slots registered on it, and the bulk comm of large puts) and closeColl.
  *
  * connect is collective and blocking (NCCL calls it once per communicator with every rank's
  * listen handle); the mesh is built by the SDK's builder (strand/mesh.h) under a 60 s bound. Its
@@ -22,6 +22,7 @@ static void gp_comm_free(gp_comm_t *c) {
   const strand_net_t *n = c->net;
   gp_rctx_free_all(c);
   gp_xfer_free_all(c);
+  if (c->peers) gp_bulk_release(c);
   for (int j = 0; c->peers && j < c->nranks; j++) {
     gp_peer_t *p = &c->peers[j];
     if (n->deregMr && p->send_mh) n->deregMr(p->send, p->send_mh);
@@ -33,6 +34,7 @@ static void gp_comm_free(gp_comm_t *c) {
   strand_mesh_close(&c->mesh);
   gp_cuda_detach(c);
   gp_mr_free_all(c);
+  gp_bulk_free(c);
   free(c->peers);
   pthread_mutex_destroy(&c->lock);
   c->magic = 0;
@@ -43,8 +45,10 @@ static void gp_comm_free(gp_comm_t *c) {
 static strand_result_t gp_peer_setup(gp_comm_t *c, int j) {
   gp_peer_t *p = &c->peers[j];
   const strand_net_t *n = c->net;
-  p->send = c->mesh.send[j];
-  p->recv = c->mesh.recv[j];
+  p->send = c->mesh.send[j * GP_COMMS_PER_PAIR];
+  p->recv = c->mesh.recv[j * GP_COMMS_PER_PAIR];
+  p->bsend = c->mesh.send[j * GP_COMMS_PER_PAIR + 1];
+  p->brecv = c->mesh.recv[j * GP_COMMS_PER_PAIR + 1];
   void *sb = NULL, *rb = NULL;
   if (posix_memalign(&sb, 4096, (size_t)GP_SEND_SLOTS * GP_SLOT_BYTES) != 0) sb = NULL;
   if (posix_memalign(&rb, 4096, (size_t)GP_RECV_SLOTS * GP_SLOT_BYTES) != 0) rb = NULL;
@@ -97,7 +101,7 @@ strand_result_t gp_connect(void *ctx, void *handles[], int nranks, int rank, voi
   c->peers = calloc((size_t)nranks, sizeof *c->peers);
   if (!c->peers) rc = STRAND_SYSTEM_ERROR;
   strand_mesh_spec_t spec = {.net = c->net, .net_ctx = l->ctx->net_ctx, .net_listen = l->net_listen,
-                             .dev = l->dev, .nranks = nranks, .rank = rank, .k = 1,
+                             .dev = l->dev, .nranks = nranks, .rank = rank, .k = GP_COMMS_PER_PAIR,
                              .timeout_s = GP_CONNECT_TIMEOUT_S, .who = "gin_proxy connect"};
   if (rc == STRAND_SUCCESS) rc = strand_mesh_form(&spec, handles, &c->mesh);
   for (int j = 0; j < nranks && rc == STRAND_SUCCESS; j++)

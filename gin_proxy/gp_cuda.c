@@ -6,15 +6,18 @@
  * - One stream per collComm, created in the context of the first GPU window. All of a comm's GPU
  *   work goes on it in the engine's order, so a signal queued after its put's data is applied
  *   after that data: the stream keeps the order the wire gave.
- * - Copies are waited for before the engine goes on (cuStreamSynchronize): a staging slot is free
- *   again, an ack means the data is in the window, a get's bytes are the window's at that point
- *   in the order. A wait covers one slot (64 KiB at most, a few microseconds at PCIe speed) and
- *   never depends on a kernel: the copy engines run beside whatever NCCL's kernels do.
+ * - Small copies (one 64 KiB staging slot at most) are waited for before the engine goes on
+ *   (cuStreamSynchronize): the slot is free again, an ack means the data is in the window, a
+ *   get's bytes are the window's at that point in the order. A wait never depends on a kernel:
+ *   the copy engines run beside whatever NCCL's kernels do. Large puts (gp_bulk.c) are not
+ *   waited for: their copies go through pinned bounce buffers and are polled by an event, so the
+ *   copy of one piece overlaps the network transfer of the next.
  * - A remote signal on GPU memory is added by a one-thread kernel (strand_cuda_add_u64_async), so
  *   it is atomic against the GPU's own accesses and ordered after the data by the stream. It needs
  *   one free thread block slot on the GPU; NCCL's device-API kernels use a few CTAs, not all SMs.
  * - The caller's thread may have another (or no) context current: the window's context is made
  *   current before every driver call (cheap when it already is). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gp.h"
@@ -104,6 +107,73 @@ strand_result_t gp_copy(gp_comm_t *c, void *dst, bool dst_cuda, const void *src,
     r = cu->streamSynchronize(c->cu_stream);
   }
   return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, what, r);
+}
+
+strand_result_t gp_copy_async(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n,
+                              void **ev) {
+  const strand_cuda_t *cu = strand_cuda();
+  strand_cu_result_t r = cu->ctxSetCurrent(c->cu_ctx);
+  const char *what = "cuCtxSetCurrent";
+  if (r == STRAND_CU_SUCCESS && !*ev) {
+    what = "cuEventCreate";
+    r = cu->eventCreate(ev, STRAND_CU_EVENT_DISABLE_TIMING);
+  }
+  if (r == STRAND_CU_SUCCESS) {
+    if (dst_cuda && src_cuda) {
+      what = "cuMemcpyDtoDAsync";
+      r = cu->memcpyDtoDAsync(dptr(dst), dptr(src), n, c->cu_stream);
+    } else if (dst_cuda) {
+      what = "cuMemcpyHtoDAsync";
+      r = cu->memcpyHtoDAsync(dptr(dst), src, n, c->cu_stream);
+    } else {
+      what = "cuMemcpyDtoHAsync";
+      r = cu->memcpyDtoHAsync(dst, dptr(src), n, c->cu_stream);
+    }
+  }
+  if (r == STRAND_CU_SUCCESS) {
+    what = "cuEventRecord after a copy";
+    r = cu->eventRecord(*ev, c->cu_stream);
+  }
+  return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, what, r);
+}
+
+bool gp_event_done(gp_comm_t *c, void *ev, strand_result_t *rc) {
+  const strand_cuda_t *cu = strand_cuda();
+  *rc = STRAND_SUCCESS;
+  strand_cu_result_t r = cu->ctxSetCurrent(c->cu_ctx);
+  if (r == STRAND_CU_SUCCESS) r = cu->eventQuery(ev);
+  if (r == STRAND_CU_ERROR_NOT_READY) return false;
+  if (r != STRAND_CU_SUCCESS) *rc = gp_cu_fail(c, "cuEventQuery of a copy", r);
+  return true;
+}
+
+void gp_event_destroy(gp_comm_t *c, void *ev) {
+  const strand_cuda_t *cu = strand_cuda();
+  if (!ev || !cu) return;
+  if (cu->ctxSetCurrent(c->cu_ctx) == STRAND_CU_SUCCESS) cu->eventDestroy(ev);
+}
+
+/* Pinned memory lets a copy run at the link's rate, asynchronously; plain malloc'd memory makes
+ * the driver stage it once more. Without GPU windows no copy touches it. */
+void *gp_host_alloc(gp_comm_t *c, size_t n, bool *pinned) {
+  const strand_cuda_t *cu = strand_cuda();
+  *pinned = false;
+  if (c->cu_ctx && cu && cu->ctxSetCurrent(c->cu_ctx) == STRAND_CU_SUCCESS) {
+    void *p = NULL;
+    if (cu->memHostAlloc(&p, n, STRAND_CU_MEMHOSTALLOC_PORTABLE) == STRAND_CU_SUCCESS) {
+      *pinned = true;
+      return p;
+    }
+  }
+  void *p = NULL;
+  return posix_memalign(&p, 4096, n) == 0 ? p : NULL;
+}
+
+void gp_host_free(void *p, bool pinned) {
+  if (pinned)
+    strand_cuda()->memFreeHost(p);
+  else
+    free(p);
 }
 
 strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value) {

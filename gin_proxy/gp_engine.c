@@ -2,12 +2,17 @@
  *
  * Per peer j, with everything under the collComm's lock and nothing ever waiting:
  *   - GP_RECV_SLOTS receives stay posted on the comm from j. They match in posting order, so the
- *     oldest one (rhead) always holds the next message; it is applied, then posted again.
+ *     oldest one (rhead) always holds the next message; it is applied, then posted again. While
+ *     pieces of large puts are still coming on the bulk comm (gp_bulk.c), the next message waits
+ *     in its slot unless it announces another piece: nothing overtakes the bytes ahead of it.
  *   - Two outgoing queues: our own ops (fragments still to send, issue order) and the acks and get
  *     replies we owe j (the order we applied j's ops). Each is kept in order; they alternate.
  *     A message is encoded into a free send slot and handed to isend; if the net returns a NULL
  *     request (it cannot take it yet) the slot is retried first on the next pass.
  *   - Our ops wait in the `ops` FIFO until j acks them (puts) or replies (gets), in seq order.
+ *   - A success ack rides on the next message to j (the `ack` field) when nothing is queued ahead
+ *     of it; it goes on its own only after GP_ACK_DELAY_S. A put+signal answered by a put+signal
+ *     (a ping-pong, a barrier) so costs one message each way instead of two.
  * A net error on any comm of j makes j dead: every op to it fails with STRAND_REMOTE_ERROR and the
  * collComm's sticky error is set, which queryLastError reports. */
 #include <stdlib.h>
@@ -72,7 +77,7 @@ static void gp_items_free(gp_peer_t *p) {
 }
 
 /* Everything to and from j fails from now on; the peer is gone or the stream is out of step. */
-static void gp_peer_fail(gp_comm_t *c, int j, strand_result_t rc, const char *what) {
+void gp_peer_fail(gp_comm_t *c, int j, strand_result_t rc, const char *what) {
   gp_peer_t *p = &c->peers[j];
   if (p->dead) return;
   p->dead = STRAND_REMOTE_ERROR;
@@ -83,6 +88,7 @@ static void gp_peer_fail(gp_comm_t *c, int j, strand_result_t rc, const char *wh
   for (gp_req_t *r = p->ops_head; r; r = r->next_op) gp_req_finish(r, STRAND_REMOTE_ERROR);
   p->ops_head = p->ops_tail = NULL;
   p->out_head = p->out_tail = NULL;
+  p->ack_owed = 0;
   gp_items_free(p);
 }
 
@@ -125,21 +131,42 @@ static void gp_item_push(gp_peer_t *p, gp_item_t *it) {
   p->item_tail = it;
 }
 
-/* An ack of seq; successes merge into an unsent success ack at the tail (acks are cumulative). */
-static void gp_queue_ack(gp_comm_t *c, int j, uint64_t seq, strand_result_t status) {
-  gp_peer_t *p = &c->peers[j];
-  gp_item_t *t = p->item_tail;
-  if (status == STRAND_SUCCESS && t && t->type == GP_MSG_ACK && t->status == 0) {
-    t->seq = seq;
-    return;
-  }
+static void gp_push_ack(gp_comm_t *c, int j, uint64_t seq, strand_result_t status) {
   gp_item_t *it = calloc(1, sizeof *it);
   if (!it) {
     gp_peer_fail(c, j, STRAND_SYSTEM_ERROR, "allocating an ack");
     return;
   }
   *it = (gp_item_t){.type = GP_MSG_ACK, .seq = seq, .status = (uint32_t)status};
-  gp_item_push(p, it);
+  gp_item_push(&c->peers[j], it);
+}
+
+/* An ack of seq (acks are cumulative). A success merges into an unsent success ACK at the tail of
+ * the queue, or waits to ride on the next message (ack_owed); an error goes out as its own ACK,
+ * after the success owed before it. */
+static void gp_queue_ack(gp_comm_t *c, int j, uint64_t seq, strand_result_t status) {
+  gp_peer_t *p = &c->peers[j];
+  gp_item_t *t = p->item_tail;
+  if (status == STRAND_SUCCESS) {
+    if (t && t->type == GP_MSG_ACK && t->status == 0) {
+      t->seq = seq;
+    } else {
+      if (!p->ack_owed) p->ack_owed_since = strand_now_s();
+      p->ack_owed = seq;
+    }
+    return;
+  }
+  if (p->ack_owed) gp_push_ack(c, j, p->ack_owed, STRAND_SUCCESS);
+  p->ack_owed = 0;
+  gp_push_ack(c, j, seq, status);
+}
+
+/* The owed success ack goes on its own once it waited GP_ACK_DELAY_S for a message to ride on. */
+static void gp_ack_flush_due(gp_comm_t *c, int j) {
+  gp_peer_t *p = &c->peers[j];
+  if (!p->ack_owed || strand_now_s() - p->ack_owed_since < GP_ACK_DELAY_S) return;
+  gp_push_ack(c, j, p->ack_owed, STRAND_SUCCESS);
+  p->ack_owed = 0;
 }
 
 /* ------------------------------------------------------------------------- target: apply ops */
@@ -152,13 +179,15 @@ static const char *gp_put_bad(gp_comm_t *c, const gp_hdr_t *h) {
   gp_mr_t *w = gp_win(c, h->win);
   if (!w) return "destination window not registered here";
   if (!gp_in_range(w, h->base, h->total)) return "destination range out of the window";
-  if (h->off > h->total || h->len > h->total - h->off) return "fragment outside its put";
+  uint64_t flen = h->len + h->bulk;
+  if (h->off > h->total || flen > h->total - h->off) return "fragment outside its put";
   if (h->flags & GP_F_SIGNAL) return gp_signal_bad(gp_win(c, h->sig_win), h->sig_off, h->sig_op);
   return NULL;
 }
 
-static void gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *payload) {
+static strand_result_t gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *payload) {
   gp_peer_t *p = &c->peers[j];
+  bool bulk = h->flags & GP_F_BULK;
   if (p->rx_bad_seq != h->seq) {
     const char *why = gp_put_bad(c, h);
     if (why) {
@@ -169,7 +198,7 @@ static void gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *pay
       p->rx_bad_seq = h->seq;
       p->rx_bad = STRAND_INVALID_ARGUMENT;
       c->last_error = STRAND_INVALID_ARGUMENT;
-    } else {
+    } else if (!bulk) {
       gp_mr_t *w = gp_win(c, h->win);
       strand_result_t rc = h->len ? gp_copy(c, w->base + h->base + h->off, w->cuda, payload, false, h->len)
                                   : STRAND_SUCCESS;
@@ -181,13 +210,35 @@ static void gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, const char *pay
       }
     }
   }
-  if (!(h->flags & GP_F_LAST)) return;
+  if (bulk) { /* its bytes follow on the bulk comm; gp_bulk_op_done signals and acks */
+    strand_result_t st = p->rx_bad_seq == h->seq ? p->rx_bad : STRAND_SUCCESS;
+    if ((h->flags & GP_F_LAST) && p->rx_bad_seq == h->seq) p->rx_bad_seq = 0;
+    return gp_bulk_recv_take(c, j, h, st);
+  }
+  if (!(h->flags & GP_F_LAST)) return STRAND_SUCCESS;
   if (p->rx_bad_seq == h->seq) {
     gp_queue_ack(c, j, h->seq, p->rx_bad);
     p->rx_bad_seq = 0;
   } else {
     gp_queue_ack(c, j, h->seq, STRAND_SUCCESS);
   }
+  return STRAND_SUCCESS;
+}
+
+void gp_bulk_op_done(gp_comm_t *c, int j, const gp_bslot_t *s) {
+  strand_result_t st = s->status;
+  if (st == STRAND_SUCCESS && s->signal) {
+    gp_mr_t *w = gp_win(c, s->sig_win);
+    const char *why = gp_signal_bad(w, s->sig_off, s->sig_op); /* deregistered while the bytes came */
+    if (why) {
+      STRAND_WARN("gin_proxy (rank %d/%d): the signal of put #%llu from rank %d refused: %s",
+                  c->rank, c->nranks, (unsigned long long)s->seq, j, why);
+      c->last_error = st = STRAND_INVALID_ARGUMENT;
+    } else {
+      st = gp_signal(c, w, s->sig_off, s->sig_op, s->sig_val);
+    }
+  }
+  gp_queue_ack(c, j, s->seq, st);
 }
 
 /* The reply's bytes are copied now, in op order: a later put from the same source must not show
@@ -254,6 +305,8 @@ static strand_result_t gp_apply_reply(gp_comm_t *c, int j, const gp_hdr_t *h, co
   return STRAND_SUCCESS;
 }
 
+static strand_result_t gp_apply_msg(gp_comm_t *c, int j, const gp_hdr_t *h, const char *payload);
+
 /* One received message from j, `size` bytes. */
 static strand_result_t gp_apply(gp_comm_t *c, int j, const char *buf, size_t size) {
   const gp_hdr_t *h = (const gp_hdr_t *)(const void *)buf;
@@ -265,8 +318,16 @@ static strand_result_t gp_apply(gp_comm_t *c, int j, const char *buf, size_t siz
     return STRAND_INTERNAL_ERROR;
   }
   const char *payload = buf + sizeof *h;
+  strand_result_t rc = gp_apply_msg(c, j, h, payload);
+  /* a riding ack covers ops j applied before it sent this message: after the content, so a get
+   * answered by this very reply gets its bytes first */
+  if (rc == STRAND_SUCCESS && h->ack && !c->peers[j].dead) gp_complete_through(&c->peers[j], h->ack, STRAND_SUCCESS);
+  return rc;
+}
+
+static strand_result_t gp_apply_msg(gp_comm_t *c, int j, const gp_hdr_t *h, const char *payload) {
   switch (h->type) {
-  case GP_MSG_PUT: gp_apply_put(c, j, h, payload); return STRAND_SUCCESS;
+  case GP_MSG_PUT: return gp_apply_put(c, j, h, payload);
   case GP_MSG_GET: gp_apply_get(c, j, h); return STRAND_SUCCESS;
   case GP_MSG_REPLY: return gp_apply_reply(c, j, h, payload);
   case GP_MSG_ACK:
@@ -310,19 +371,34 @@ void gp_post_recvs(gp_comm_t *c) {
   }
 }
 
+/* Whether the received message in slot s must wait for the bulk pieces ahead of it. */
+static bool gp_held_back(const gp_peer_t *p, int s, int size) {
+  if (p->br_n == 0) return false;
+  const gp_hdr_t *h = (const gp_hdr_t *)(const void *)(p->rbuf + (size_t)s * GP_SLOT_BYTES);
+  bool piece = (size_t)size >= sizeof *h && h->type == GP_MSG_PUT && (h->flags & GP_F_BULK);
+  return !piece || !gp_bulk_recv_room(p);
+}
+
 static strand_result_t gp_recv_progress(gp_comm_t *c, int j, const char **what) {
   gp_peer_t *p = &c->peers[j];
   while (p->nposted > 0) {
     int s = p->rhead, done = 0, size = 0;
-    *what = "the net's test of a receive";
-    strand_result_t rc = c->net->test(p->rreq[s], &done, &size);
-    if (rc != STRAND_SUCCESS) return rc;
-    if (!done) break;
+    if (!p->rheld) {
+      *what = "the net's test of a receive";
+      strand_result_t rc = c->net->test(p->rreq[s], &done, &size);
+      if (rc != STRAND_SUCCESS) return rc;
+      if (!done) break;
+      p->rheld = true;
+      p->rheld_size = size;
+    }
+    size = p->rheld_size;
+    if (gp_held_back(p, s, size)) break;
+    p->rheld = false;
     p->rreq[s] = NULL;
     p->rhead = (s + 1) % GP_RECV_SLOTS;
     p->nposted--;
     *what = "applying a message";
-    rc = gp_apply(c, j, p->rbuf + (size_t)s * GP_SLOT_BYTES, (size_t)size);
+    strand_result_t rc = gp_apply(c, j, p->rbuf + (size_t)s * GP_SLOT_BYTES, (size_t)size);
     /* after a BYE nothing more comes: the receives still posted end with the peer's close */
     if (rc != STRAND_SUCCESS || p->dead || p->closed) return rc;
   }
@@ -332,14 +408,27 @@ static strand_result_t gp_recv_progress(gp_comm_t *c, int j, const char **what) 
 
 /* --------------------------------------------------------------------------------- sending */
 
-/* Encodes the next fragment of our op r into h + payload; dequeues r after its last one. */
-static void gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, char *payload) {
+/* Encodes the next fragment of our op r into h + payload (a large put's piece goes on the bulk
+ * comm instead); dequeues r after its last one. */
+static strand_result_t gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, char *payload) {
   h->seq = r->seq;
   h->win = r->win;
   h->base = r->roff;
   h->total = r->size;
   bool last = true;
-  if (r->kind == GP_OP_PUT) {
+  if (r->kind == GP_OP_PUT && gp_bulk_op(r)) {
+    h->type = GP_MSG_PUT;
+    strand_result_t rc = gp_bulk_send_take(c, p, r, h);
+    if (rc != STRAND_SUCCESS) return rc;
+    last = r->sent == r->size;
+    if (last && r->signal && !r->err) {
+      h->flags |= GP_F_SIGNAL;
+      h->sig_win = r->sig_win;
+      h->sig_off = r->sig_off;
+      h->sig_op = r->sig_op;
+      h->sig_val = r->sig_val;
+    }
+  } else if (r->kind == GP_OP_PUT) {
     h->type = GP_MSG_PUT;
     h->off = r->sent;
     h->len = r->size - r->sent < GP_PAYLOAD_MAX ? r->size - r->sent : GP_PAYLOAD_MAX;
@@ -369,6 +458,7 @@ static void gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hdr_t *h, c
     if (!p->out_head) p->out_tail = NULL;
     r->next_out = NULL;
   }
+  return STRAND_SUCCESS;
 }
 
 static void gp_encode_item(gp_peer_t *p, gp_hdr_t *h, char *payload) {
@@ -421,30 +511,53 @@ static strand_result_t gp_send_progress(gp_comm_t *c, int j, const char **what) 
     strand_result_t rc = gp_post_send(c, p, p->spend, p->spend_len);
     if (rc != STRAND_SUCCESS || p->spend >= 0) return rc;
   }
-  for (int s = 0; s < GP_SEND_SLOTS && (p->out_head || p->item_head); s++) {
+  gp_ack_flush_due(c, j);
+  for (int s = 0; s < GP_SEND_SLOTS; s++) {
+    /* a large put's next piece needs a free bulk slot too */
+    bool op_ready = p->out_head && (!gp_bulk_op(p->out_head) || p->bs_n < GP_BULK_SLOTS);
+    if (!op_ready && !p->item_head) break;
     if (p->sreq[s]) continue;
     gp_hdr_t *h = (gp_hdr_t *)(void *)(p->sbuf + (size_t)s * GP_SLOT_BYTES);
     memset(h, 0, sizeof *h);
     h->magic = GP_WIRE_MAGIC;
     h->version = GP_WIRE_VERSION;
-    bool item = p->item_head && (p->item_turn || !p->out_head);
+    bool item = p->item_head && (p->item_turn || !op_ready);
     p->item_turn = !item;
+    strand_result_t rc = STRAND_SUCCESS;
     if (item)
       gp_encode_item(p, h, (char *)(h + 1));
     else
-      gp_encode_op(c, p, p->out_head, h, (char *)(h + 1));
-    strand_result_t rc = gp_post_send(c, p, s, sizeof *h + h->len);
+      rc = gp_encode_op(c, p, p->out_head, h, (char *)(h + 1));
+    if (rc != STRAND_SUCCESS) {
+      *what = "staging a large put";
+      return rc;
+    }
+    if (p->ack_owed && !p->item_head) { /* nothing queued that it could overtake: ride */
+      h->ack = p->ack_owed;
+      p->ack_owed = 0;
+    }
+    *what = "the net's isend";
+    rc = gp_post_send(c, p, s, sizeof *h + h->len);
     if (rc != STRAND_SUCCESS || p->spend >= 0) return rc;
   }
   return STRAND_SUCCESS;
+}
+
+/* One pass over peer j: pieces in flight, then messages in, then messages and pieces out. */
+static strand_result_t gp_peer_progress(gp_comm_t *c, int j, const char **what) {
+  gp_peer_t *p = &c->peers[j];
+  strand_result_t rc = gp_bulk_progress(c, j, what);
+  if (rc == STRAND_SUCCESS && !p->dead && !p->closed) rc = gp_recv_progress(c, j, what);
+  if (rc == STRAND_SUCCESS && !p->dead && !p->closed) rc = gp_send_progress(c, j, what);
+  if (rc == STRAND_SUCCESS && !p->dead && !p->closed && (p->bs_n || p->br_n)) rc = gp_bulk_progress(c, j, what);
+  return rc;
 }
 
 void gp_progress(gp_comm_t *c) {
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank || c->peers[j].dead || c->peers[j].closed) continue;
     const char *what = "";
-    strand_result_t rc = gp_recv_progress(c, j, &what);
-    if (rc == STRAND_SUCCESS && !c->peers[j].dead && !c->peers[j].closed) rc = gp_send_progress(c, j, &what);
+    strand_result_t rc = gp_peer_progress(c, j, &what);
     if (rc != STRAND_SUCCESS) gp_peer_fail(c, j, rc, what);
   }
 }
@@ -459,10 +572,11 @@ void gp_progress(gp_comm_t *c) {
 static bool gp_bye_pending(gp_comm_t *c, int j) {
   gp_peer_t *p = &c->peers[j];
   const char *what = "";
-  if (!p->closed && gp_recv_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
+  if (!p->closed && gp_bulk_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
+  if (!p->closed && !p->dead && gp_recv_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
   if (!p->dead && gp_send_progress(c, j, &what) != STRAND_SUCCESS) p->dead = STRAND_REMOTE_ERROR;
   if (p->dead) return false; /* closing anyway: no WARN */
-  bool busy = !p->closed || p->item_head || p->spend >= 0;
+  bool busy = !p->closed || p->item_head || p->spend >= 0 || p->bs_n > 0;
   for (int s = 0; s < GP_SEND_SLOTS && !busy; s++) busy = p->sreq[s] != NULL;
   return busy;
 }

@@ -4,8 +4,10 @@
  * identity across the group is its registration number on the collComm. That number is what a
  * put or get names on the wire; the target finds its own window by it. Numbers are never reused,
  * so a message for a window deregistered meanwhile is refused instead of landing in a new one.
- * Windows are not registered with the net: bytes move through the staging slots that connect
- * registered (gp_conn.c); GPU windows (NCCL_PTR_CUDA) are moved by gp_cuda.c. */
+ * Small puts move through the staging slots connect registered (gp_conn.c); host windows large
+ * enough for a bulk put are also registered with the net on every peer's bulk comms, so their
+ * bytes go to and from the net directly (gp_bulk.c); GPU windows (NCCL_PTR_CUDA) are moved by
+ * gp_cuda.c. */
 #include <stdlib.h>
 
 #include "gp.h"
@@ -48,6 +50,7 @@ static strand_result_t gp_reg_common(gp_comm_t *c, const char *call, void *data,
   if (rc == STRAND_SUCCESS) {
     *m = (gp_mr_t){.magic = GP_MR_MAGIC, .comm = c, .id = c->nwins, .base = data, .size = size};
     if (type == STRAND_PTR_CUDA) rc = gp_cuda_attach(c, m, call);
+    if (rc == STRAND_SUCCESS) rc = gp_bulk_reg(c, m);
   }
   if (rc == STRAND_SUCCESS) rc = strand_handle_set_add(&gp_live_mrs, m);
   if (rc == STRAND_SUCCESS) c->wins[c->nwins++] = m;
@@ -96,6 +99,7 @@ static void gp_mr_cancel(gp_comm_t *c, gp_mr_t *m) {
     if (r->done || !r->local || r->local < m->base || r->local >= m->base + m->size) continue;
     if (r->kind == GP_OP_PUT && r->sent == r->size) continue; /* every byte already left */
     r->local = NULL;
+    r->src_win = NULL;
     if (!r->err) r->err = STRAND_INVALID_USAGE;
     n++;
   }
@@ -112,6 +116,7 @@ strand_result_t gp_dereg_mr_sym(void *collComm, void *mhandle) {
   gp_mr_t *m = gp_mr_get(c, mhandle);
   if (m) {
     gp_mr_cancel(c, m);
+    gp_bulk_dereg(c, m);
     strand_handle_set_remove(&gp_live_mrs, m);
     c->wins[m->id] = NULL;
   }

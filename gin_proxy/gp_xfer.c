@@ -102,6 +102,7 @@ static strand_result_t gp_put_locked(gp_comm_t *c, const char *call, const gp_pu
   gp_req_t *r = gp_req_new(c, GP_OP_PUT, (int)a->rank);
   if (!r) return STRAND_SYSTEM_ERROR;
   r->local = a->size ? src->base + a->src_off : NULL;
+  r->src_win = a->size ? src : NULL;
   r->local_cuda = a->size && src->cuda;
   r->size = a->size;
   r->win = a->size ? dst->id : GP_NO_WIN;

@@ -4,7 +4,8 @@
  *   gp-bench <libnccl-net-strand-X.so> [gpu]
  *
  * Two processes (fork; handles through shared memory), one net table, host windows (or GPU windows
- * on GPU 0 with "gpu"). For each size, median of 3 repetitions:
+ * with "gpu": rank r on GPU r where the machine has two, else both on GPU 0). For each size,
+ * median of 3 repetitions:
  *   put bw      rank 0 keeps DEPTH puts in flight to rank 1 (ITER puts), then one put+signal; the
  *               time until rank 1 sees the signal, as bytes/s
  *   send bw     the same bytes with the net's isend/irecv, DEPTH in flight, on a comm of its own
@@ -255,7 +256,10 @@ static int run(const char *plugin) {
     int dev = -1;
     strand_cu_ctx_t cctx = NULL;
     strand_cu_devptr_t d = 0, s = 0;
-    PT_CHECK(cu && cu->deviceGet(&dev, 0) == 0 && cu->devicePrimaryCtxRetain(&cctx, dev) == 0 &&
+    /* one GPU per rank where there are two (as NCCL runs: two processes time-sharing one GPU
+     * pay a context switch on every copy and signal), else both on GPU 0 */
+    if (cu && cu->deviceGet(&dev, g_me) != 0) dev = -1;
+    PT_CHECK(cu && (dev >= 0 || cu->deviceGet(&dev, 0) == 0) && cu->devicePrimaryCtxRetain(&cctx, dev) == 0 &&
                  cu->ctxSetCurrent(cctx) == 0 && cu->memAlloc(&d, MAXB) == 0 && cu->memAlloc(&s, 4096) == 0,
              "GPU windows");
     uint64_t zero[8] = {0};

@@ -86,7 +86,7 @@ static unsigned rng(unsigned *s) {
 }
 #define NSPAN 12
 static void spans(int src, int dst, size_t off[NSPAN], size_t len[NSPAN]) {
-  static const size_t sizes[NSPAN] = {0, 1, 13, 4096, 8000, 65536, 65536 + 1, 200000, 7, 0, 300, 2u << 20};
+  static const size_t sizes[NSPAN] = {0, 1, 13, 4096, 8000, 65536, 65536 + 1, 200000, 7, 0, 300, (3u << 20) + 333};
   unsigned s = (unsigned)(src * 131 + dst * 7 + 1);
   size_t pos = 0;
   for (int i = 0; i < NSPAN; i++) {
@@ -347,6 +347,13 @@ static int phase_refusals(rank_t *R) {
     PT_CHECK(wait_req(R->comm, req, 10) == STRAND_INVALID_ARGUMENT, "remote out-of-range get fails at the source");
     PT_CHECK(g_rma->iput(g_rctx, 0, 0, R->mh_src, 8, 0, R->mh_data, 1, &req) == 0, "iput after a refused one");
     PT_CHECK(wait_req(R->comm, req, 10) == STRAND_SUCCESS, "the stream goes on after a refused op");
+    /* a large put (its bytes on the bulk comm) refused at the target: its bytes are dropped there
+     * and the pair's stream stays in step for the next large put */
+    PT_CHECK(g_rma->iput(g_rctx, 0, 0, R->mh_src, 3u << 20, R->data_bytes - (1u << 20), R->mh_data, 1, &req) == 0,
+             "oob large iput");
+    PT_CHECK(wait_req(R->comm, req, 10) == STRAND_INVALID_ARGUMENT, "remote out-of-range large put fails");
+    PT_CHECK(g_rma->iput(g_rctx, 0, 0, R->mh_src, 3u << 20, 0, R->mh_data, 1, &req) == 0, "large iput after");
+    PT_CHECK(wait_req(R->comm, req, 10) == STRAND_SUCCESS, "a large put after a refused one");
   }
   if (barrier(g_n)) return -1;
   if (g_me == 1) {

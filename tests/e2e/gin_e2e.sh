@@ -2,6 +2,8 @@
 # NCCL's device API (GIN) through a Strand plugin's one-sided export, on the GPU machines (not CI).
 #
 #   tests/e2e/gin_e2e.sh [PLUGIN]        PLUGIN: socket (default), ofi or ib
+#   tests/e2e/gin_e2e.sh PLUGIN a2a      gin_a2a_bench.cu only: a device-API all-to-all (GIN puts) vs
+#                                        ncclAlltoAll through PLUGIN and NCCL's built-in Socket
 #   tests/e2e/gin_e2e.sh PLUGIN bench    gp-bench only (gin_proxy/bench/gp_bench.c): one-sided put
 #                                        bandwidth and put+signal round trip beside the net's own
 #                                        send/recv, host windows and GPU windows (docs/benchmarks/gin.md)
@@ -65,6 +67,20 @@ if [[ ${2:-} == bench ]]; then
   "$build/gp-bench" "$so" 2>&1 | grep -v ' INFO '
   "$build/gp-bench" "$so" gpu 2>&1 | grep -v ' INFO '
   exit 0
+fi
+if [[ ${2:-} == a2a ]]; then
+  # an all-to-all written with the device API (GIN through this plugin) beside ncclAlltoAll through
+  # this plugin and through NCCL's built-in Socket; P2P/SHM off so that every byte crosses the net
+  "$cuda/bin/nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 -I"$nccl_inc" \
+    "$root/tests/e2e/gin_a2a_bench.cu" -L"$nccl_lib" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$nccl_lib" \
+    -o "$build/gin-a2a-bench"
+  echo "# $(date -u +%FT%TZ) $(hostname): gin_a2a_bench, $(nvidia-smi -L | wc -l) GPUs, $(nproc) cores"
+  export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+  echo "## GIN all-to-all and ncclAlltoAll through strand-$plugin"
+  NCCL_NET_PLUGIN="$so" "$build/gin-a2a-bench" both 2>&1 | grep -v ' INFO ' || rc=1
+  echo "## ncclAlltoAll through NCCL's built-in Socket"
+  NCCL_NET_PLUGIN=none NCCL_NET=Socket "$build/gin-a2a-bench" coll 2>&1 | grep -v ' INFO ' || rc=1
+  exit $rc
 fi
 
 # ---- gin_proxy with GPU windows (the meson test needs the tests build; compiled directly here) ----
