@@ -82,6 +82,13 @@ strand_result_t gp_bulk_send_take(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hd
   return STRAND_SUCCESS;
 }
 
+/* Whether the control message waiting for the net (spend) announces a piece. */
+static bool gp_bulk_announcing(const gp_peer_t *p) {
+  if (p->spend < 0) return false;
+  const gp_hdr_t *h = (const gp_hdr_t *)(const void *)(p->sbuf + (size_t)p->spend * GP_SLOT_BYTES);
+  return h->type == GP_MSG_PUT && (h->flags & GP_F_BULK);
+}
+
 static strand_result_t gp_bulk_send_progress(gp_comm_t *c, gp_peer_t *p, const char **what) {
   bool posted_so_far = true; /* every slot ahead of this one is with the net */
   for (int i = 0; i < p->bs_n; i++) {
@@ -97,10 +104,12 @@ static strand_result_t gp_bulk_send_progress(gp_comm_t *c, gp_peer_t *p, const c
       s->state = GP_BS_WAIT_POST;
     }
     if (s->state == GP_BS_WAIT_POST) {
-      /* not before the control message that may announce it is with the net: until the target
-       * reads the announcement it posts no receive, and a net that needs one would only answer
-       * "not yet" */
-      if (!posted_so_far || p->spend >= 0) continue;
+      /* not before its announcement is with the net: until the target reads it, it posts no
+       * receive, and a net that needs one would only answer "not yet". Only the newest piece can
+       * be unannounced (nothing is encoded while a control message waits in `spend`); holding
+       * back any earlier one would deadlock: the target waits for its bytes before it takes more
+       * control messages, the one waiting in `spend` included. */
+      if (!posted_so_far || (i == p->bs_n - 1 && gp_bulk_announcing(p))) continue;
       *what = "the net's isend on the bulk comm";
       rc = c->net->isend(p->bsend, s->ptr, s->len, 0, s->mh, NULL, &s->req);
       if (rc != STRAND_SUCCESS) return rc;

@@ -16,7 +16,9 @@ static strand_result_t connect_after(conform_ctx_t *c, void *ctx, void *handle, 
   do {
     *comm = NULL;
     conform_phase(c, "connect after the last finalize");
-    r = c->net->connect(ctx, 0, handle, comm, NULL);
+    /* a device-handle pointer as NCCL passes it: a NULL one is conn.null-devcomm's subject */
+    strand_dev_handle_t *dh = NULL;
+    r = c->net->connect(ctx, 0, handle, comm, &dh);
   } while (r == STRAND_SUCCESS && !*comm && conform_now() < until);
   return r;
 }
