@@ -426,6 +426,266 @@ static conform_status_t life_close_clean(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
+/* ---------------------------------------------------------------- threads left behind */
+
+/* A thread a plugin stops at close may exit a moment after close returns: wait (bounded) for the
+ * count to come down to `limit` before reading it. */
+static int settle_threads(int limit) {
+  int n = conform_count_threads();
+  for (int i = 0; i < 50 && n > limit; i++) {
+    conform_sleep(0.02);
+    n = conform_count_threads();
+  }
+  return n;
+}
+
+/* Threads counted around close and finalize. A plugin may keep a bounded pool (a progress thread
+ * per device, a listener, started by the first comm and kept): one comm opened and closed first
+ * lets such a pool start. What fails is growth with the number of comms closed, or with the number
+ * of contexts finalized: a thread per comm or per context that close/finalize leaves running. */
+static conform_status_t life_thread_count(conform_ctx_t *c) {
+  enum { CYCLES = 3, SLACK = 1 };
+  int comms = c->quick ? 4 : 8;
+  int before_init = conform_count_threads();
+  int after_fin[CYCLES];
+  for (int k = 0; k < CYCLES; k++) {
+    void *ctx = NULL;
+    strand_result_t r = conform_plugin_init(c, &ctx, 0x5000 + (uint64_t)k);
+    if (r != STRAND_SUCCESS) return conform_fail(c, "init #%d returned %s", k + 1, conform_result_str(r));
+    c->net_ctx = ctx;
+    conform_phase(c, "devices");
+    r = c->net->devices(&c->ndev);
+    if (r != STRAND_SUCCESS || c->ndev <= 0) {
+      conform_plugin_finalize(c, ctx);
+      c->net_ctx = NULL;
+      if (r == STRAND_SUCCESS && c->ndev == 0) return conform_skip(c, CONFORM_ZERO_DEVICES_MSG);
+      return conform_skip(c, "not run: devices() returned %s (see load.init)", conform_result_str(r));
+    }
+    int warm = -1;
+    for (int i = 0; i < comms + 1; i++) {
+      conform_link_t l;
+      if (conform_link_open(c, 0, &l)) return conform_fail(c, "(init #%d, comm pair %d)", k + 1, i + 1);
+      conform_ping(c, &l, 1024, 99000 + (uint64_t)(k * 100 + i));
+      conform_link_close(c, &l);
+      if (i == 0) warm = conform_count_threads();
+    }
+    int after_close = settle_threads(warm + SLACK);
+    if (after_close > warm + SLACK && c->status != CONFORM_FAIL)
+      conform_fail(c, "closeSend/closeRecv leave threads running: %d threads after the first comm "
+                   "pair was closed, %d after %d more were opened and closed (+%d; a bounded pool "
+                   "is fine, a thread per comm is not)", warm, after_close, comms, after_close - warm);
+    r = conform_plugin_finalize(c, ctx);
+    c->net_ctx = NULL;
+    if (r != STRAND_SUCCESS) return conform_fail(c, "finalize #%d returned %s", k + 1, conform_result_str(r));
+    after_fin[k] = k ? settle_threads(after_fin[0] + SLACK) : conform_count_threads();
+  }
+  if (after_fin[CYCLES - 1] > after_fin[0] + SLACK)
+    conform_fail(c, "finalize leaves threads running: %d threads after the first finalize, %d after "
+                 "%d more init/finalize cycles (+%d; %d before the first init)", after_fin[0],
+                 after_fin[CYCLES - 1], CYCLES - 1, after_fin[CYCLES - 1] - after_fin[0], before_init);
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "threads: %d before init, %d after each of %d finalizes (%d comm pairs per context)%s",
+                 before_init, after_fin[CYCLES - 1], CYCLES, comms + 1,
+                 c->version <= 10 ? " (v6-v10: the core adapter inits the plugin once)" : "");
+  return conform_verdict(c);
+}
+
+/* ---------------------------------------------------------------- requests crossing threads */
+
+/* Every request a thread gets back from isend/irecv is entered here with its owner (thread, comm,
+ * direction) until the owner's test() said done. A request handed to a thread while still pending
+ * for another owner means the plugin returned one caller's request to another (a request passed
+ * through shared state without a lock): NCCL's proxy threads would then test, and complete, each
+ * other's transfers. An entry whose owner is inside test() may have just been freed and reused
+ * legitimately, so it does not count. */
+enum { OWN_MAX = 64 };
+typedef struct {
+  void *req;
+  int thread;
+  bool send;
+  int state; /* 0 free, 1 pending, 2 owner inside test() */
+} own_entry_t;
+
+typedef struct {
+  pthread_mutex_t lock;
+  own_entry_t e[OWN_MAX];
+  int crossed;          /* requests found owned by someone else */
+  char first[512];      /* the first such finding */
+  volatile int stop;    /* set on the first finding: every thread winds down */
+} own_table_t;
+
+typedef struct {
+  conform_ctx_t ctx;
+  conform_link_t *link;
+  own_table_t *own;
+  int id, rounds;
+} req_thr_arg_t;
+
+static const char *dir_str(bool send) { return send ? "isend" : "irecv"; }
+
+static own_entry_t *own_find(own_table_t *o, void *req, int thread, bool send) {
+  for (int i = 0; i < OWN_MAX; i++)
+    if (o->e[i].state && o->e[i].req == req && o->e[i].thread == thread && o->e[i].send == send)
+      return &o->e[i];
+  return NULL;
+}
+
+static void own_claim(own_table_t *o, req_thr_arg_t *a, void *req, bool send, int round) {
+  pthread_mutex_lock(&o->lock);
+  own_entry_t *slot = NULL;
+  for (int i = 0; i < OWN_MAX; i++) {
+    own_entry_t *e = &o->e[i];
+    if (!e->state) {
+      if (!slot) slot = e;
+      continue;
+    }
+    if (e->req == req && e->state == 1) {
+      if (!o->crossed)
+        snprintf(o->first, sizeof o->first, "%s on thread %d's comm (round %d) returned request %p, "
+                 "which was still pending as thread %d's %s on its own comm: the plugin handed one "
+                 "caller's request to another", dir_str(send), a->id, round, req, e->thread,
+                 dir_str(e->send));
+      o->crossed++;
+      o->stop = 1;
+    }
+  }
+  if (slot) *slot = (own_entry_t){.req = req, .thread = a->id, .send = send, .state = 1};
+  pthread_mutex_unlock(&o->lock);
+}
+
+static void own_state(own_table_t *o, void *req, int thread, bool send, int state) {
+  pthread_mutex_lock(&o->lock);
+  own_entry_t *e = own_find(o, req, thread, send);
+  if (e) e->state = state;
+  pthread_mutex_unlock(&o->lock);
+}
+
+/* test() one owned request; 1 done, 0 not yet, -1 error (recorded). */
+static int own_test(req_thr_arg_t *a, void *req, bool send, int *size) {
+  own_state(a->own, req, a->id, send, 2);
+  int done = 0;
+  strand_result_t r = a->ctx.net->test(req, &done, size);
+  own_state(a->own, req, a->id, send, done ? 0 : 1);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(&a->ctx, "test(%s of thread %d) returned %s", dir_str(send), a->id, conform_result_str(r));
+    return -1;
+  }
+  return done;
+}
+
+static size_t req_thr_size(int thread, int round) { return 256 + (size_t)thread * 97 + (size_t)(round % 5) * 31; }
+
+static void *req_thread_body(void *p) {
+  req_thr_arg_t *a = p;
+  conform_ctx_t *c = &a->ctx;
+  own_table_t *o = a->own;
+  enum { CAP = 1024 };
+  conform_buf_t sb, rb;
+  void *smh = NULL, *rmh = NULL;
+  if (conform_buf_alloc(&sb, CAP, 0) || conform_buf_alloc(&rb, CAP, 0)) {
+    conform_fail(c, "thread %d: out of memory", a->id);
+    return NULL;
+  }
+  if (conform_reg(c, a->link->send_comm, sb.data, CAP, STRAND_PTR_HOST, &smh) ||
+      conform_reg(c, a->link->recv_comm, rb.data, CAP, STRAND_PTR_HOST, &rmh))
+    goto out;
+  double bound = 10.0 * c->timeout_scale;
+  for (int i = 0; i < a->rounds && !o->stop && c->status != CONFORM_FAIL; i++) {
+    uint64_t salt = 120000 + (uint64_t)(a->id * 10000 + i);
+    size_t ssize = req_thr_size(a->id, i);
+    conform_fill(sb.data, ssize, conform_seed(c->rank, c->next, salt));
+    void *rdata = rb.data, *rreq = NULL, *sreq = NULL;
+    size_t rcap = CAP;
+    int tag = c->prev, got = -1;
+    if (conform_irecv(c, a->link->recv_comm, 1, &rdata, &rcap, &tag, &rmh, &rreq)) break;
+    own_claim(o, a, rreq, false, i);
+    double end = conform_now() + bound;
+    bool rdone = false, sdone = false;
+    while (!(rdone && sdone) && !o->stop) {
+      if (!sreq) {
+        if (conform_try_isend(c, a->link->send_comm, sb.data, ssize, c->rank, smh, &sreq)) break;
+        if (sreq) own_claim(o, a, sreq, true, i);
+      }
+      if (sreq && !sdone) {
+        int d = own_test(a, sreq, true, NULL);
+        if (d < 0) break;
+        sdone = d;
+      }
+      if (!rdone) {
+        int d = own_test(a, rreq, false, &got);
+        if (d < 0) break;
+        rdone = d;
+      }
+      if (conform_now() > end) {
+        conform_fail(c, "thread %d: round %d did not complete within %.0f s", a->id, i, bound);
+        break;
+      }
+    }
+    if (!(rdone && sdone)) break;
+    size_t want = req_thr_size(a->id, i);
+    if ((size_t)got != want) {
+      conform_fail(c, "thread %d: its receive (round %d) completed with size %d, its comm's message "
+                   "has %zu bytes: completed for another comm's message", a->id, i, got, want);
+      break;
+    }
+    long long bad = conform_verify(rb.data, want, conform_seed(c->prev, c->rank, salt));
+    if (bad >= 0) {
+      conform_fail(c, "thread %d: its receive (round %d) completed but byte %lld differs: it holds "
+                   "another comm's or no message", a->id, i, bad);
+      break;
+    }
+  }
+out:
+  if (smh) conform_dereg(c, a->link->send_comm, smh);
+  if (rmh) conform_dereg(c, a->link->recv_comm, rmh);
+  conform_buf_free(&sb);
+  conform_buf_free(&rb);
+  return NULL;
+}
+
+static conform_status_t life_threads_requests(conform_ctx_t *c) {
+  enum { NT = 4 };
+  conform_link_t l[NT];
+  own_table_t own;
+  memset(&own, 0, sizeof own);
+  pthread_mutex_init(&own.lock, NULL);
+  int opened = 0;
+  for (; opened < NT; opened++)
+    if (conform_link_open(c, 0, &l[opened])) goto out;
+  if (conform_barrier(c)) {
+    conform_fail(c, "%s", c->bs_error);
+    goto out;
+  }
+  req_thr_arg_t args[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    args[t].ctx = *c;
+    args[t].ctx.session = NULL; /* the bootstrap is not thread-safe */
+    args[t].ctx.phase = NULL;
+    args[t].ctx.msg[0] = args[t].ctx.note[0] = '\0';
+    args[t].ctx.status = CONFORM_PASS;
+    args[t].link = &l[t];
+    args[t].own = &own;
+    args[t].id = t;
+    args[t].rounds = c->quick ? 150 : 500;
+    pthread_create(&th[t], NULL, req_thread_body, &args[t]);
+  }
+  conform_phase(c, "%d threads, every request tagged with its owner", NT);
+  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+  if (own.crossed)
+    conform_fail(c, "%d request%s returned to the wrong thread; first: %s", own.crossed,
+                 own.crossed == 1 ? "" : "s", own.first);
+  for (int t = 0; t < NT; t++)
+    if (args[t].ctx.status == CONFORM_FAIL && !own.crossed) conform_fail(c, "thread %d: %s", t, args[t].ctx.msg);
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "%d threads x %d rounds, every request owned by the thread and comm it was "
+                 "posted on", NT, args[0].rounds);
+out:
+  for (int t = 0; t < opened; t++) conform_link_close(c, &l[t]);
+  pthread_mutex_destroy(&own.lock);
+  return conform_verdict(c);
+}
+
 const conform_check_t conform_checks_life[] = {
   {"life.many-comms", "§2.6 maxComms, §6.7", "hundreds of comm pairs alive at once, each carries a message",
    life_many_comms, 90, CONFORM_F_SLOW},
@@ -444,6 +704,10 @@ const conform_check_t conform_checks_life[] = {
    life_init_env, 20, CONFORM_F_NO_INIT},
   {"life.close-clean", "§6.9, §1.4", "close/finalize after a transfer log no leak warning",
    life_close_clean, 30, CONFORM_F_NO_INIT},
+  {"life.thread-count", "§6.9, §1.4", "threads after close and finalize do not grow with comms or contexts",
+   life_thread_count, 60, CONFORM_F_NO_INIT},
+  {"life.threads-requests", "§1.4 threads, §6.2", "four threads: every request returns to the thread and comm that posted it",
+   life_threads_requests, 60, 0},
   {"life.set-net-attr", "§6.11", "setNetAttr with NCCL's hints is accepted (v11+)", life_set_net_attr, 30, 0},
   {0},
 };
