@@ -245,8 +245,9 @@ static conform_status_t expect_connect_error(conform_ctx_t *c, unsigned char *ha
     if (conform_now() - c0 > conform_call_bound())
       return conform_fail(c, "connect to %s blocked for %.2f s", what, conform_now() - c0);
     if (r != STRAND_SUCCESS) {
-      conform_note(c, "connect to %s returned %s after %.2f s", what, conform_result_str(r),
-                   conform_now() - t0);
+      conform_note(c, "connect to %s returned %s after %.2f s: NCCL's proxy fails the connection "
+                   "setup with it (NCCL's own socket connect gives up after ~60 s)", what,
+                   conform_result_str(r), conform_now() - t0);
       if (sc) c->net->closeSend(sc);
       return CONFORM_PASS;
     }
