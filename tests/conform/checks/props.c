@@ -60,6 +60,11 @@ static conform_status_t props_fields_written(conform_ctx_t *c) {
   return done(c);
 }
 
+/* props.name's further rules (below): the same name on every call, NUL-terminated and printable
+ * within 255 characters; each device's pointer keeps its own name. */
+static void name_stable(conform_ctx_t *c);
+static void name_per_device(conform_ctx_t *c);
+
 static conform_status_t props_name(conform_ctx_t *c) {
   strand_props_v12_t p;
   char **names = calloc((size_t)c->ndev, sizeof *names);
@@ -76,6 +81,8 @@ static conform_status_t props_name(conform_ctx_t *c) {
   }
   for (int d = 0; d < c->ndev; d++) free(names[d]);
   free(names);
+  name_stable(c);
+  name_per_device(c);
   return done(c);
 }
 
@@ -106,7 +113,7 @@ static bool name_terminated(conform_ctx_t *c, int dev, const char *name) {
 
 /* A device's name is the topology's key for it: each getProperties of the same device must give
  * the same string, and it must be a proper C string. */
-static conform_status_t props_name_stable(conform_ctx_t *c) {
+static void name_stable(conform_ctx_t *c) {
   strand_props_v12_t p, q;
   FOR_EACH_DEV(c, p) {
     if (!p.name || !p.name[0]) continue; /* props.name reports it */
@@ -121,14 +128,13 @@ static conform_status_t props_name_stable(conform_ctx_t *c) {
                    "keys its topology on the name, so one NIC would look like two", dev, first,
                    NAME_SANE_MAX, q.name ? q.name : "(null)");
   }
-  return done(c);
 }
 
 /* NCCL keeps the name pointer of each device while it queries the others (the topology holds
  * props for every device at once). A buffer shared by all devices then names every device after
  * the last one queried. */
-static conform_status_t props_name_per_device(conform_ctx_t *c) {
-  if (c->ndev < 2) return conform_skip(c, "needs >= 2 devices, the plugin has %d", c->ndev);
+static void name_per_device(conform_ctx_t *c) {
+  if (c->ndev < 2) return; /* one device has no other to share its buffer with */
   const char **ptr = calloc((size_t)c->ndev, sizeof *ptr);
   char (*copy)[NAME_SANE_MAX + 1] = calloc((size_t)c->ndev, sizeof *copy);
   strand_props_v12_t p;
@@ -145,7 +151,6 @@ static conform_status_t props_name_per_device(conform_ctx_t *c) {
   }
   free(copy);
   free(ptr);
-  return done(c);
 }
 
 static conform_status_t props_pcipath(conform_ctx_t *c) {
@@ -293,11 +298,8 @@ static conform_status_t props_make_vdevice(conform_ctx_t *c) {
 const conform_check_t conform_checks_props[] = {
   {"props.fields-written", "§2.6, §5.1 item 10", "getProperties writes every field, nothing past the struct",
    props_fields_written, 20, 0},
-  {"props.name", "§2.6 name", "name non-empty and unique per device", props_name, 20, 0},
-  {"props.name-stable", "§2.6 name", "a device's name is the same on every call, NUL-terminated, printable, <= 255 chars",
-   props_name_stable, 20, 0},
-  {"props.name-per-device", "§2.6 name", "each device's name pointer still reads its own name after the others are queried",
-   props_name_per_device, 20, 0},
+  {"props.name", "§2.6 name", "name non-empty, unique per device, NUL-terminated printable <= 255 chars, "
+   "the same on every call, each device's pointer keeps its own name", props_name, 20, 0},
   {"props.pcipath", "§2.6 pciPath", "pciPath NULL or an existing directory", props_pcipath, 20, 0},
   {"props.speed-positive", "§2.6 speed", "speed > 0 (<= 0: a warning, the core assumes 10 Gb/s)", props_speed, 20, 0},
   {"props.max-comms-positive", "§2.6 maxComms", "maxComms > 0", props_max_comms, 20, 0},
