@@ -11,6 +11,8 @@ extern char **environ;
 
 #include "conform.h"
 
+#define REQ_THR_CAP 1024 /* life.threads' tagged rounds: bytes of each thread's buffers */
+
 /* Plugins may close sockets from helper threads a moment after close returns. */
 static int settle_fds(int baseline, int slack) {
   int n = conform_count_fds();
@@ -78,11 +80,13 @@ static void *thread_body(void *p) {
 }
 
 /* life.threads' first phase (below): requests tagged with their thread and comm. */
-static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt);
+static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt, conform_buf_t *bufs);
 
 static conform_status_t life_threads(conform_ctx_t *c) {
   enum { NT = 4 };
   conform_link_t l[NT];
+  conform_buf_t bufs[2 * NT];
+  memset(bufs, 0, sizeof bufs);
   int opened = 0;
   for (; opened < NT; opened++)
     if (conform_link_open(c, 0, &l[opened])) goto out;
@@ -93,7 +97,12 @@ static conform_status_t life_threads(conform_ctx_t *c) {
   /* First the tagged rounds: a request handed to the wrong caller is named as such there, where
    * the pings below would only see its effects (wrong bytes, a test error), or nothing at all when
    * the plugin progresses every comm from any test(). */
-  threads_tagged_requests(c, l, NT);
+  for (int i = 0; i < 2 * NT; i++)
+    if (conform_buf_alloc(&bufs[i], REQ_THR_CAP, 0)) {
+      conform_fail(c, "out of memory");
+      goto out;
+    }
+  threads_tagged_requests(c, l, NT, bufs);
   if (c->status == CONFORM_FAIL) goto out;
   if (conform_barrier(c)) {
     conform_fail(c, "%s", c->bs_error);
@@ -120,6 +129,7 @@ static conform_status_t life_threads(conform_ctx_t *c) {
     conform_note(c, "then %d threads x %d round trips on their own comms", NT, args[0].rounds);
 out:
   for (int t = 0; t < opened; t++) conform_link_close(c, &l[t]);
+  for (int i = 0; i < 2 * NT; i++) conform_buf_free(&bufs[i]); /* the comms are gone: no writer left */
   return conform_verdict(c);
 }
 
@@ -504,6 +514,9 @@ typedef struct {
   conform_link_t *link;
   own_table_t *own;
   int id, rounds;
+  /* The thread's buffers, freed by life.threads only after its comms are closed: a plugin that
+   * mixed requests up may still write into them from another thread's test(). */
+  conform_buf_t *sb, *rb;
 } req_thr_arg_t;
 
 static const char *dir_str(bool send) { return send ? "isend" : "irecv"; }
@@ -564,15 +577,10 @@ static void *req_thread_body(void *p) {
   req_thr_arg_t *a = p;
   conform_ctx_t *c = &a->ctx;
   own_table_t *o = a->own;
-  enum { CAP = 1024 };
-  conform_buf_t sb, rb;
+  conform_buf_t sb = *a->sb, rb = *a->rb;
   void *smh = NULL, *rmh = NULL;
-  if (conform_buf_alloc(&sb, CAP, 0) || conform_buf_alloc(&rb, CAP, 0)) {
-    conform_fail(c, "thread %d: out of memory", a->id);
-    return NULL;
-  }
-  if (conform_reg(c, a->link->send_comm, sb.data, CAP, STRAND_PTR_HOST, &smh) ||
-      conform_reg(c, a->link->recv_comm, rb.data, CAP, STRAND_PTR_HOST, &rmh))
+  if (conform_reg(c, a->link->send_comm, sb.data, REQ_THR_CAP, STRAND_PTR_HOST, &smh) ||
+      conform_reg(c, a->link->recv_comm, rb.data, REQ_THR_CAP, STRAND_PTR_HOST, &rmh))
     goto out;
   double bound = 10.0 * c->timeout_scale;
   for (int i = 0; i < a->rounds && !o->stop && c->status != CONFORM_FAIL; i++) {
@@ -580,7 +588,7 @@ static void *req_thread_body(void *p) {
     size_t ssize = req_thr_size(a->id, i);
     conform_fill(sb.data, ssize, conform_seed(c->rank, c->next, salt));
     void *rdata = rb.data, *rreq = NULL, *sreq = NULL;
-    size_t rcap = CAP;
+    size_t rcap = REQ_THR_CAP;
     int tag = c->prev, got = -1;
     if (conform_irecv(c, a->link->recv_comm, 1, &rdata, &rcap, &tag, &rmh, &rreq)) break;
     own_claim(o, a, rreq, false, i);
@@ -623,13 +631,12 @@ static void *req_thread_body(void *p) {
 out:
   if (smh) conform_dereg(c, a->link->send_comm, smh);
   if (rmh) conform_dereg(c, a->link->recv_comm, rmh);
-  conform_buf_free(&sb);
-  conform_buf_free(&rb);
   return NULL;
 }
 
-/* The tagged phase of life.threads on its NT open links: returns with failures recorded in c. */
-static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt) {
+/* The tagged phase of life.threads on its nt open links, with 2 x nt buffers of REQ_THR_CAP bytes
+ * that the caller frees after closing the links: returns with failures recorded in c. */
+static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt, conform_buf_t *bufs) {
   enum { NT_MAX = 8 };
   own_table_t own;
   memset(&own, 0, sizeof own);
@@ -646,6 +653,8 @@ static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt)
     args[t].own = &own;
     args[t].id = t;
     args[t].rounds = c->quick ? 50 : 300;
+    args[t].sb = &bufs[2 * t];
+    args[t].rb = &bufs[2 * t + 1];
     pthread_create(&th[t], NULL, req_thread_body, &args[t]);
   }
   conform_phase(c, "%d threads, every request tagged with its owner", nt);
