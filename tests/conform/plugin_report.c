@@ -71,6 +71,7 @@ const conform_check_t conform_report_devices_check = {
 
 /* What NCCL does when a check of this kind fails: the most specific pattern first. */
 static const struct { const char *glob, *consequence; } nccl_does[] = {
+  {"*.bad-device", "NCCL never asks for a device out of range itself; a plugin that accepts one indexes its tables out of bounds, so a core or tool bug corrupts memory instead of getting an error"},
   {"load.*", "NCCL skips the library (or this version of its table) and falls back to its internal IB or Socket net"},
   {"props.name*", "NCCL's topology keys NICs by name: one NIC seen as several, or several merged into one; rings and trees are built on the wrong NICs"},
   {"props.fields-written", "NCCL reads whatever the stack held in the field it does not zero: topology and tuning from garbage"},
