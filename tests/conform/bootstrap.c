@@ -366,11 +366,16 @@ static void merge_row(conform_coord_t *co, int item, conform_row_t *row) {
     if (x->status == CONFORM_FAIL && !x->aborted) any_primary_fail = true;
   }
   row->seconds = secs;
+  bool any_env = false;
   for (int r = 0; r < co->nranks; r++) {
     conform_rank_result_t *x = &s->res[r];
     if (x->status == CONFORM_FAIL) row->status = CONFORM_FAIL;
     else if (x->status == CONFORM_SKIP && row->status == CONFORM_PASS) row->status = CONFORM_SKIP;
+    if (x->status == CONFORM_ENV) any_env = true;
   }
+  /* The environment refused something a rank needed: whatever the other ranks then saw (mostly
+   * their peer going away) cannot be held against the plugin either. */
+  if (any_env) row->status = CONFORM_ENV;
   /* Messages: for a failure, the ranks that failed on their own (not just aborted because
    * another rank failed); for a skip, the first reason; for a pass, notes. */
   char *m = row->msg;
@@ -378,7 +383,9 @@ static void merge_row(conform_coord_t *co, int item, conform_row_t *row) {
   for (int r = 0; r < co->nranks; r++) {
     conform_rank_result_t *x = &s->res[r];
     const char *text = NULL;
-    if (row->status == CONFORM_FAIL) {
+    if (row->status == CONFORM_ENV) {
+      if (x->status == CONFORM_ENV) text = x->msg;
+    } else if (row->status == CONFORM_FAIL) {
       if (x->status == CONFORM_FAIL && (!x->aborted || !any_primary_fail)) text = x->msg;
     } else if (row->status == CONFORM_SKIP) {
       if (x->status == CONFORM_SKIP && !m[0]) text = x->msg;
@@ -387,7 +394,7 @@ static void merge_row(conform_coord_t *co, int item, conform_row_t *row) {
     }
     if (!text || !text[0]) continue;
     size_t used = strlen(m);
-    if (co->nranks > 1 && row->status == CONFORM_FAIL)
+    if (co->nranks > 1 && (row->status == CONFORM_FAIL || row->status == CONFORM_ENV))
       snprintf(m + used, cap - used, "%s[rank %d] %s", used ? " | " : "", r, text);
     else
       snprintf(m + used, cap - used, "%s%s", used ? " | " : "", text);
@@ -607,8 +614,8 @@ static void on_result(serve_t *S, int r, const bs_hdr_t *h, const void *payload)
     if (!s->left[r]) {
       char why[700];
       snprintf(why, sizeof why, "failed: %s", s->res[r].msg);
-      sess_leave(co, h->a, s, r, s->res[r].status != CONFORM_FAIL, why);
-    } else if (s->res[r].status == CONFORM_FAIL && !s->res[r].aborted) {
+      sess_leave(co, h->a, s, r, s->res[r].status != CONFORM_FAIL && s->res[r].status != CONFORM_ENV, why);
+    } else if ((s->res[r].status == CONFORM_FAIL || s->res[r].status == CONFORM_ENV) && !s->res[r].aborted) {
       char why[700];
       snprintf(why, sizeof why, "rank %d failed: %s", r, s->res[r].msg);
       sess_abort(co, h->a, s, why);

@@ -103,7 +103,10 @@ size_t conform_props_size(int version);
 /* ------------------------------------------------------------------------------------------- */
 /* Results and check registration.                                                              */
 
-typedef enum { CONFORM_PASS = 0, CONFORM_FAIL = 1, CONFORM_SKIP = 2 } conform_status_t;
+/* CONFORM_ENV: the check failed while the test environment refused something it does not support
+ * (env_refusals.c): the plugin could not be judged here. Not counted as a failure; a body never
+ * returns it, the rank parent decides it. */
+typedef enum { CONFORM_PASS = 0, CONFORM_FAIL = 1, CONFORM_SKIP = 2, CONFORM_ENV = 3 } conform_status_t;
 
 typedef struct conform_ctx conform_ctx_t;
 
@@ -120,6 +123,9 @@ enum {
   CONFORM_F_ABI_INDEPENDENT = 1u << 4,
   /* skipped (with reason) when the library exports no host-data-path GIN/RMA table */
   CONFORM_F_RMA = 1u << 5,
+  /* The body waits up to c->stale_bound for a connect to give up: the check's time bound is raised
+   * to the stale bound + 10 s when --stale-bound asks for more than timeout_s allows. */
+  CONFORM_F_STALE = 1u << 6,
 };
 
 typedef struct {
@@ -214,6 +220,13 @@ void conform_phase(conform_ctx_t *c, const char *fmt, ...) __attribute__((format
 const char *conform_result_str(strand_result_t r);
 /* The end of a body that records failures and goes on: FAIL when anything failed, else PASS. */
 conform_status_t conform_verdict(const conform_ctx_t *c);
+
+/* What a connect that returned neither a comm nor an error for `waited` seconds means for NCCL,
+ * stating the bound the suite used (--stale-bound x --timeout-scale) and NCCL's own (~60 s in its
+ * socket connect): the tail of a stale-connect failure message. */
+void conform_stale_text(const conform_ctx_t *c, double waited, char *out, size_t len);
+/* The time bound of a check in seconds, --timeout-scale and CONFORM_F_STALE applied. */
+double conform_check_bound(const conform_check_t *chk);
 
 /* Time (util.c; conform_remaining in harness.c). */
 double conform_now(void);                                /* monotonic seconds */
@@ -312,5 +325,7 @@ const char *conform_upgrade_rma_refusal(void);
 /* Resource probes for leak checks. */
 int conform_count_fds(void);
 long conform_rss_kib(void);
+/* Threads of this process (entries of /proc/self/task). */
+int conform_count_threads(void);
 
 #endif

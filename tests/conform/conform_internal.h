@@ -35,6 +35,7 @@ typedef struct {
   int progress;              /* --progress / --no-progress; -1 = only when stderr is a TTY */
   int verbose;               /* -v: plugin INFO logs, and every check's captured output */
   bool compact;              /* --compact: the table lists only failures and skips */
+  bool plugin_report;        /* --plugin-report: one page for the plugin's author, not the table */
 } conform_opts_t;
 
 extern conform_opts_t conform_opts;
@@ -149,6 +150,15 @@ typedef struct {
   char note[CONFORM_MSG_MAX];
 } conform_rank_result_t;
 
+/* env_refusals.c: failures the test environment caused. open (once per rank parent) points
+ * STRAND_ENV_REFUSALS at a file of the rank's own; reset empties it before a check child; apply turns
+ * a FAIL into CONFORM_ENV, with the refusals as the reason, when the environment wrote any. */
+void conform_env_refusals_open(void);
+void conform_env_refusals_reset(void);
+int conform_env_refusals_take(char *out, size_t len);
+void conform_env_refusals_apply(conform_rank_result_t *res);
+void conform_env_refusals_close(void);
+
 /* bootstrap.c — coordinator and rank sides. */
 typedef struct conform_coord conform_coord_t;
 /* Bind the coordinator (local: 127.0.0.1:0; multi-host: HOST:PORT). */
@@ -188,6 +198,16 @@ void conform_report_progress(int done, int total, const conform_row_t *last);
  * exactly "N passed, N failed, N skipped". Returns the exit status (1 if anything failed). */
 int conform_report_write(const conform_run_result_t *run);
 void conform_report_counts(const conform_run_result_t *run, int *pass, int *fail, int *skip);
+
+/* The cause of a failure message, as the collapse lines group them (report.c): the first rank's
+ * first clause with numbers replaced by '#'; and that first clause as written. */
+void conform_report_cause(const char *msg, char *out, size_t len);
+void conform_report_first(const char *msg, char *out, size_t len);
+
+/* plugin_report.c: --plugin-report. The extra check run first under that option (prints the
+ * devices), and the page written instead of the table. */
+extern const conform_check_t conform_report_devices_check;
+void conform_plugin_report_write(FILE *o, const conform_run_result_t *run);
 
 /* ------------------------------------------------------------------------------------------- */
 /* options.c: parse the options every subcommand shares into conform_opts (sim/perf call it with

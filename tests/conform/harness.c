@@ -202,6 +202,17 @@ int conform_count_fds(void) {
   return n - 1; /* the directory stream itself */
 }
 
+int conform_count_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
 long conform_rss_kib(void) {
   FILE *f = fopen("/proc/self/status", "r");
   if (!f) return -1;
@@ -816,4 +827,31 @@ const strand_net_v12_t *conform_watch_net(const strand_net_v12_t *real, const ch
   S(getDeviceMr); S(irecvConsumed); S(makeVDevice); S(finalize); S(setNetAttr);
 #undef S
   return &g_watched_net;
+}
+
+/* NCCL's own socket connect retries a refused or timed-out connection with growing sleeps and gives
+ * up after about 60 s (spec §9.2); the proxy polls a plugin's connect until it returns a comm or an
+ * error, with no bound of its own. */
+#define NCCL_SOCKET_CONNECT_BOUND_S 60.0
+
+void conform_stale_text(const conform_ctx_t *c, double waited, char *out, size_t len) {
+  if (c->stale_bound < NCCL_SOCKET_CONNECT_BOUND_S)
+    snprintf(out, len, "did not return within %.1f s (the suite's bound: --stale-bound %g s x "
+             "--timeout-scale %g; NCCL's own socket connect gives up after ~60 s, and NCCL's proxy "
+             "polls a plugin's connect until it returns; run with --stale-bound 90 to tell a slower "
+             "bound from none)", waited, conform_opts.stale_bound_s, conform_opts.timeout_scale);
+  else
+    snprintf(out, len, "did not return within %.1f s (--stale-bound %g s x --timeout-scale %g, past "
+             "the ~60 s after which NCCL's own socket connect gives up): NCCL's proxy would keep "
+             "polling it and the job would hang instead of failing", waited,
+             conform_opts.stale_bound_s, conform_opts.timeout_scale);
+}
+
+double conform_check_bound(const conform_check_t *chk) {
+  double b = chk->timeout_s * conform_opts.timeout_scale;
+  if (chk->flags & CONFORM_F_STALE) {
+    double need = conform_opts.stale_bound_s * conform_opts.timeout_scale + 10.0;
+    if (need > b) b = need;
+  }
+  return b;
 }

@@ -11,7 +11,7 @@
 enum {
   OPT_ABI = 1000, OPT_ALL_ABIS, OPT_NRANKS, OPT_RANK, OPT_COORD, OPT_MAX_BYTES, OPT_QUICK,
   OPT_TSCALE, OPT_CALL_BOUND, OPT_STALE_BOUND, OPT_CLOSE_BOUND, OPT_BS_TIMEOUT, OPT_ONLY, OPT_SKIP, OPT_TAP,
-  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT, OPT_RMA_ABI,
+  OPT_JSON, OPT_JUNIT, OPT_LIST, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_COMPACT, OPT_RMA_ABI, OPT_PLUGIN_REPORT,
 };
 
 static const struct option common_opts[] = {
@@ -37,6 +37,7 @@ static const struct option common_opts[] = {
   {"progress", no_argument, 0, OPT_PROGRESS},
   {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
   {"compact", no_argument, 0, OPT_COMPACT},
+  {"plugin-report", no_argument, 0, OPT_PLUGIN_REPORT},
   {"verbose", no_argument, 0, 'v'},
   {"help", no_argument, 0, 'h'},
   {0, 0, 0, 0},
@@ -75,6 +76,9 @@ static void usage(FILE *f) {
     "  --list                 print every check id with its clause and exit\n"
     "  --progress / --no-progress   progress line on stderr (default: when stderr is a TTY)\n"
     "  --compact              the table lists only failures and skips\n"
+    "  --plugin-report        one page instead of the table: versions exported, devices as NCCL\n"
+    "                         reads them, failures grouped by cause with the spec clause and\n"
+    "                         what NCCL would do\n"
     "  -v, --verbose          show each check's captured output (plugin WARN and INFO lines,\n"
     "                         stdout/stderr) under its row (-vv: every log level)\n"
     "\n"
@@ -140,6 +144,7 @@ int conform_parse_opts(int argc, char **argv) {
     case OPT_PROGRESS: conform_opts.progress = 1; break;
     case OPT_NO_PROGRESS: conform_opts.progress = 0; break;
     case OPT_COMPACT: conform_opts.compact = true; break;
+    case OPT_PLUGIN_REPORT: conform_opts.plugin_report = true; break;
     case 'v': conform_opts.verbose++; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return -1;

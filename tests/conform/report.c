@@ -9,7 +9,7 @@
 #include "conform_internal.h"
 
 static const char *status_str(conform_status_t s) {
-  return s == CONFORM_PASS ? "PASS" : s == CONFORM_FAIL ? "FAIL" : "SKIP";
+  return s == CONFORM_PASS ? "PASS" : s == CONFORM_FAIL ? "FAIL" : s == CONFORM_ENV ? "ENV" : "SKIP";
 }
 
 /* A pass whose note carries a warning (conform_warn): shown as WARN, counted as passed. */
@@ -53,7 +53,7 @@ void conform_report_counts(const conform_run_result_t *run, int *pass, int *fail
     switch (run->rows[i].status) {
     case CONFORM_PASS: (*pass)++; break;
     case CONFORM_FAIL: (*fail)++; break;
-    default: (*skip)++;
+    default: (*skip)++; /* SKIP, and ENV: the plugin was not judged */
     }
   }
 }
@@ -117,7 +117,7 @@ static void row_log(FILE *o, const char *prefix, const conform_row_t *r) {
   if (!n) return;
   if (conform_opts.verbose > 0) {
     print_log(o, prefix, r->log, 0);
-  } else if (r->status == CONFORM_FAIL) {
+  } else if (r->status == CONFORM_FAIL || r->status == CONFORM_ENV) {
     int from = n > FAIL_TAIL_LINES ? n - FAIL_TAIL_LINES : 0;
     if (from) fprintf(o, "%slast %d of %d lines of output (-v or --json: all):\n", prefix, n - from, n);
     else fprintf(o, "%soutput of the check:\n", prefix);
@@ -185,6 +185,16 @@ static void normalize_msg(const char *msg, char *out, size_t len) {
     while ((*r >= 'a' && *r <= 'z') || (*r >= 'A' && *r <= 'Z') || *r == '#' || *r == '_') r++;
     *r = '\0';
   }
+}
+
+void conform_report_cause(const char *msg, char *out, size_t len) { normalize_msg(msg, out, len); }
+void conform_report_first(const char *msg, char *out, size_t len) { first_msg(msg, out, len); }
+
+/* ENV rows (counted among the skipped in the last line): the environment, not the plugin. */
+static int count_env(const conform_run_result_t *run) {
+  int n = 0;
+  for (int i = 0; i < run->n_rows; i++) n += run->rows[i].status == CONFORM_ENV;
+  return n;
 }
 
 typedef struct { int count, first_row; } collapse_t;
@@ -269,7 +279,8 @@ static int write_json(const conform_run_result_t *run, const char *path) {
                                    ? ((size_t)16 << 20) : conform_opts.max_bytes,
           conform_opts.quick ? "true" : "false");
   json_str(f, run->fatal);
-  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"collapsed\": [", p, fl, s);
+  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"environment\": %d,\n"
+          "  \"collapsed\": [", p, fl, s, count_env(run));
   collapse_t g[COLLAPSE_SHOWN];
   int ng = collapse_groups(run, g, COLLAPSE_SHOWN);
   for (int i = 0; i < ng; i++) {
@@ -336,8 +347,9 @@ static int write_junit(const conform_run_result_t *run, const char *path) {
       fprintf(f, "\">");
       xml_str(f, r->check ? r->check->clause : "");
       fprintf(f, "</failure>");
-    } else if (r->status == CONFORM_SKIP) {
+    } else if (r->status == CONFORM_SKIP || r->status == CONFORM_ENV) {
       fprintf(f, "<skipped message=\"");
+      if (r->status == CONFORM_ENV) fprintf(f, "ENV: ");
       xml_str(f, r->msg);
       fprintf(f, "\"/>");
     }
@@ -459,15 +471,18 @@ int conform_report_write(const conform_run_result_t *run) {
     no_dev += row_no_devices(&run->rows[i]);
   }
   FILE *o = stdout;
-  if (conform_opts.tap) {
+  if (conform_opts.plugin_report) {
+    conform_plugin_report_write(o, run);
+  } else if (conform_opts.tap) {
     fprintf(o, "TAP version 13\n");
     fprintf(o, "# %s\n", run->plugin_desc);
     fprintf(o, "1..%d\n", run->n_rows);
     print_collapse(o, "# ", run);
     for (int i = 0; i < run->n_rows; i++) {
       const conform_row_t *r = &run->rows[i];
-      if (r->status == CONFORM_SKIP)
-        fprintf(o, "ok %d - v%d %s # SKIP %s\n", i + 1, r->version, row_id(r), r->msg);
+      if (r->status == CONFORM_SKIP || r->status == CONFORM_ENV)
+        fprintf(o, "ok %d - v%d %s # SKIP %s%s\n", i + 1, r->version, row_id(r),
+                r->status == CONFORM_ENV ? "ENV: " : "", r->msg);
       else
         fprintf(o, "%sok %d - v%d %s\n", r->status == CONFORM_FAIL ? "not " : "", i + 1,
                 r->version, row_id(r));
@@ -507,6 +522,10 @@ int conform_report_write(const conform_run_result_t *run) {
   if (run->fatal[0]) fprintf(o, "%srun stopped: %s\n", conform_opts.tap ? "# " : "", run->fatal);
   const char *pre = conform_opts.tap ? "# " : "";
   if (warned) fprintf(o, "%s%d passed with a warning (WARN: tolerated by NCCL, see the details)\n", pre, warned);
+  int env = count_env(run);
+  if (env)
+    fprintf(o, "%s%d check(s) not judged (ENV: the test environment refused what they needed; counted "
+            "as skipped, not failed)\n", pre, env);
   /* devices() = 0 and nothing failed: neither a pass nor a failure (exit status 3). */
   bool zero_devices = no_dev > 0 && fl == 0 && !run->fatal[0];
   if (zero_devices)

@@ -87,7 +87,7 @@ static void run_child(const conform_plugin_t *p, const run_item_t *it, int item,
     conform_fail(&c, "bootstrap: %s", c.bs_error);
   } else {
     t0 = conform_now();
-    c.deadline = t0 + it->check->timeout_s * conform_opts.timeout_scale;
+    c.deadline = t0 + conform_check_bound(it->check);
     shm->started_at = t0;
     conform_status_t st = CONFORM_PASS;
     if (!(it->check->flags & CONFORM_F_NO_INIT)) {
@@ -264,7 +264,7 @@ static int run_item(const conform_plugin_t *p, const run_item_t *it, int item, i
     close(lp[1]);
     fcntl(logfd, F_SETFL, fcntl(logfd, F_GETFL) | O_NONBLOCK);
   }
-  double bound = it->check->timeout_s * conform_opts.timeout_scale;
+  double bound = conform_check_bound(it->check);
   double kill_at = t0 + 900 + bound; /* until every rank joined; then the check's own bound */
   bool started = false;
   char kill_reason[600] = "";
@@ -459,6 +459,7 @@ static int rank_main(const char *hostport, int rank, int nranks,
   free(payload);
 
   conform_results_log_open();
+  conform_env_refusals_open();
   child_shm_t *shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                           -1, 0);
   int final_seen = 0;
@@ -493,9 +494,11 @@ static int rank_main(const char *hostport, int rank, int nranks,
         char e[256];
         if (conform_plugin_select(p, it->version, e, sizeof e) == 0) cur_version = it->version;
       }
+      conform_env_refusals_reset();
       if (run_item(p, it, k, rank, nranks, hostport, ctl, shm, &res, &final_seen, &log) < 0) {
         /* fall through: report this one, then stop */
       }
+      conform_env_refusals_apply(&res);
     }
     /* The result, then the captured output (its length is the frame's rest). */
     size_t loglen = log ? strlen(log) : 0;
@@ -542,6 +545,7 @@ static int rank_main(const char *hostport, int rank, int nranks,
   close(ctl);
   munmap(shm, sizeof *shm);
   free(items);
+  conform_env_refusals_close();
   fflush(stdout);
   return rc;
 }
@@ -549,8 +553,9 @@ static int rank_main(const char *hostport, int rank, int nranks,
 int conform_rank_main(const char *hostport, int rank, int nranks) {
   const conform_check_t **all;
   int n = conform_all_checks((const conform_check_t ***)&all);
-  const conform_check_t **sel = calloc((size_t)n + 1, sizeof *sel);
+  const conform_check_t **sel = calloc((size_t)n + 2, sizeof *sel);
   int m = 0;
+  if (conform_opts.plugin_report) sel[m++] = &conform_report_devices_check; /* as conform_cmd_run */
   for (int i = 0; i < n; i++)
     if (conform_check_selected(all[i], &conform_opts)) sel[m++] = all[i];
   int rc = rank_main(hostport, rank, nranks, sel, m);
@@ -622,11 +627,13 @@ int conform_run_checks(const conform_check_t *const *checks, int n) {
 int conform_cmd_run(void) {
   const conform_check_t **all;
   int n = conform_all_checks((const conform_check_t ***)&all);
-  const conform_check_t **sel = calloc((size_t)n + 1, sizeof *sel);
+  const conform_check_t **sel = calloc((size_t)n + 2, sizeof *sel);
   int m = 0;
+  /* --plugin-report: the devices first, whatever --only selected. */
+  if (conform_opts.plugin_report) sel[m++] = &conform_report_devices_check;
   for (int i = 0; i < n; i++)
     if (conform_check_selected(all[i], &conform_opts)) sel[m++] = all[i];
-  if (m == 0) {
+  if (m == (conform_opts.plugin_report ? 1 : 0)) {
     fprintf(stderr, "strand-conform: --only/--skip selected no check (see --list)\n");
     free(sel);
     return 2;

@@ -66,6 +66,10 @@ typedef struct {
  * invalid. */
 const sv_config_t *sv_config(void);
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A request refused because softverbs does not emulate it (not because it is wrong): one line to
+ * the file named by STRAND_ENV_REFUSALS when set, so that a test harness (strand-conform) reports
+ * the failure it causes as the environment's, not the caller's (docs/conformance.md). */
+void sv_report_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define SV_TRACE(...)                                                                              \
   do {                                                                                             \
     if (sv_config() && sv_config()->trace) sv_log(__VA_ARGS__);                                    \

@@ -1,7 +1,11 @@
 /* softverbs: the helper and stub entry points of libibverbs that carry no device logic (status
  * strings, fork support, unsupported object types that must fail cleanly). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "sv.h"
 
@@ -123,6 +127,7 @@ SV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
   (void)pd, (void)attr;
+  sv_report_refusal("ibv_create_ah refused (UD address handles are not emulated)");
   errno = EOPNOTSUPP; /* address handles are for UD: not emulated */
   return NULL;
 }
@@ -136,6 +141,7 @@ SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
   (void)pd, (void)attr;
+  sv_report_refusal("ibv_create_srq refused (shared receive queues are not emulated)");
   errno = EOPNOTSUPP;
   return NULL;
 }
@@ -180,4 +186,23 @@ SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
   (void)qp, (void)ece;
   return EOPNOTSUPP;
+}
+
+void sv_report_refusal(const char *fmt, ...)
+{
+  const char *path = getenv("STRAND_ENV_REFUSALS");
+  if (!path || !path[0]) return;
+  char line[512];
+  int n = snprintf(line, sizeof line, "softverbs: ");
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  /* O_APPEND: one write per line, so lines of several threads or processes never interleave. */
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  if (write(fd, line, (size_t)n) < 0) { /* best effort: the refusal itself is still returned */ }
+  close(fd);
 }

@@ -54,10 +54,12 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
     return NULL;
   }
   if (access & IBV_ACCESS_REMOTE_ATOMIC) {
+    sv_report_refusal("ibv_reg_mr: IBV_ACCESS_REMOTE_ATOMIC refused (atomics are not emulated)");
     errno = EOPNOTSUPP; /* atomics are not emulated */
     return NULL;
   }
   if (iova != (uint64_t)(uintptr_t)addr) {
+    sv_report_refusal("ibv_reg_mr_iova: an iova other than the address refused (not emulated)");
     errno = EOPNOTSUPP; /* remote addresses are virtual addresses here */
     return NULL;
   }
@@ -118,7 +120,10 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
 SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
                                            uint64_t iova, int fd, int access)
 {
-  (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
+  (void)pd, (void)offset, (void)length, (void)iova, (void)access;
+  /* fd -1 is the support probe NCCL-style plugins make at init: it fails on any provider, so it
+   * is no refusal of anything the caller needed. */
+  if (fd >= 0) sv_report_refusal("ibv_reg_dmabuf_mr refused (dma-buf registration is not emulated)");
   errno = EOPNOTSUPP;
   return NULL;
 }

@@ -229,8 +229,9 @@ static conform_status_t conn_every_device(conform_ctx_t *c) {
 }
 
 /* Connecting to a listener that is gone must end in an error within the stale bound. A plugin
- * whose connect returns a comm anyway must then fail the first sends. NULL forever is a FAIL:
- * NCCL would poll that connect forever. */
+ * whose connect returns a comm anyway must then fail the first sends. NULL past the bound is a
+ * FAIL whose message states the bound used and NCCL's own (conform_stale_text): NCCL's proxy polls
+ * a plugin's connect until it returns, so only the plugin can bound it. */
 static conform_status_t expect_connect_error(conform_ctx_t *c, unsigned char *handle, const char *what) {
   double bound = c->stale_bound;
   double t0 = conform_now(), until = t0 + bound;
@@ -244,14 +245,17 @@ static conform_status_t expect_connect_error(conform_ctx_t *c, unsigned char *ha
     if (conform_now() - c0 > conform_call_bound())
       return conform_fail(c, "connect to %s blocked for %.2f s", what, conform_now() - c0);
     if (r != STRAND_SUCCESS) {
-      conform_note(c, "connect to %s returned %s after %.2f s", what, conform_result_str(r),
-                   conform_now() - t0);
+      conform_note(c, "connect to %s returned %s after %.2f s: NCCL's proxy fails the connection "
+                   "setup with it (NCCL's own socket connect gives up after ~60 s)", what,
+                   conform_result_str(r), conform_now() - t0);
       if (sc) c->net->closeSend(sc);
       return CONFORM_PASS;
     }
-    if (!sc && conform_now() > until)
-      return conform_fail(c, "connect to %s still returned NULL after %.1f s without an error: NCCL "
-                          "would retry it forever", what, conform_now() - t0);
+    if (!sc && conform_now() > until) {
+      char why[600];
+      conform_stale_text(c, conform_now() - t0, why, sizeof why);
+      return conform_fail(c, "connect to %s returned NULL without an error: it %s", what, why);
+    }
     if (!sc) conform_sleep(0.002);
   }
   /* Lazily connected plugin: sends must fail, not vanish. */
@@ -389,9 +393,9 @@ const conform_check_t conform_checks_conn[] = {
   {"conn.every-device", "§6.1", "listen/connect/accept and a message on every device (first 8)",
    conn_every_device, 60, 0},
   {"conn.stale-handle", "§6.1, DESIGN bounded waits", "connect to a closed listener errors within --stale-bound",
-   conn_stale_handle, 40, CONFORM_F_ABI_INDEPENDENT},
+   conn_stale_handle, 40, CONFORM_F_ABI_INDEPENDENT | CONFORM_F_STALE},
   {"conn.dead-peer", "§6.1, DESIGN bounded waits", "connect to a dead process errors within --stale-bound",
-   conn_dead_peer, 40, CONFORM_F_ABI_INDEPENDENT},
+   conn_dead_peer, 40, CONFORM_F_ABI_INDEPENDENT | CONFORM_F_STALE},
   {"conn.bad-device", "§2.1", "listen(-1/ndev) and connect(-1/ndev) return an error",
    conn_bad_device, 20, 0},
   {0},

@@ -11,12 +11,25 @@ extern char **environ;
 
 #include "conform.h"
 
+#define REQ_THR_CAP 1024 /* life.threads' tagged rounds: bytes of each thread's buffers */
+
 /* Plugins may close sockets from helper threads a moment after close returns. */
 static int settle_fds(int baseline, int slack) {
   int n = conform_count_fds();
   for (int i = 0; i < 100 && n > baseline + slack; i++) {
     conform_sleep(0.02);
     n = conform_count_fds();
+  }
+  return n;
+}
+
+/* A thread a plugin stops at close may exit a moment after close returns: wait (bounded) for the
+ * count to come down to `limit` before reading it. */
+static int settle_threads(int limit) {
+  int n = conform_count_threads();
+  for (int i = 0; i < 50 && n > limit; i++) {
+    conform_sleep(0.02);
+    n = conform_count_threads();
   }
   return n;
 }
@@ -66,12 +79,31 @@ static void *thread_body(void *p) {
   return NULL;
 }
 
+/* life.threads' first phase (below): requests tagged with their thread and comm. */
+static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt, conform_buf_t *bufs);
+
 static conform_status_t life_threads(conform_ctx_t *c) {
   enum { NT = 4 };
   conform_link_t l[NT];
+  conform_buf_t bufs[2 * NT];
+  memset(bufs, 0, sizeof bufs);
   int opened = 0;
   for (; opened < NT; opened++)
     if (conform_link_open(c, 0, &l[opened])) goto out;
+  if (conform_barrier(c)) {
+    conform_fail(c, "%s", c->bs_error);
+    goto out;
+  }
+  /* First the tagged rounds: a request handed to the wrong caller is named as such there, where
+   * the pings below would only see its effects (wrong bytes, a test error), or nothing at all when
+   * the plugin progresses every comm from any test(). */
+  for (int i = 0; i < 2 * NT; i++)
+    if (conform_buf_alloc(&bufs[i], REQ_THR_CAP, 0)) {
+      conform_fail(c, "out of memory");
+      goto out;
+    }
+  threads_tagged_requests(c, l, NT, bufs);
+  if (c->status == CONFORM_FAIL) goto out;
   if (conform_barrier(c)) {
     conform_fail(c, "%s", c->bs_error);
     goto out;
@@ -94,9 +126,10 @@ static conform_status_t life_threads(conform_ctx_t *c) {
   for (int t = 0; t < NT; t++)
     if (args[t].ctx.status == CONFORM_FAIL) conform_fail(c, "thread %d: %s", t, args[t].ctx.msg);
   if (c->status != CONFORM_FAIL)
-    conform_note(c, "%d threads x %d round trips on their own comms", NT, args[0].rounds);
+    conform_note(c, "then %d threads x %d round trips on their own comms", NT, args[0].rounds);
 out:
   for (int t = 0; t < opened; t++) conform_link_close(c, &l[t]);
+  for (int i = 0; i < 2 * NT; i++) conform_buf_free(&bufs[i]); /* the comms are gone: no writer left */
   return conform_verdict(c);
 }
 
@@ -218,8 +251,9 @@ static conform_status_t life_connect_close(conform_ctx_t *c) {
 }
 
 static conform_status_t life_init_finalize(conform_ctx_t *c) {
+  enum { EXTRA_COMMS = 3, THREAD_SLACK = 1 };
   int n = c->quick ? 8 : 20;
-  int baseline = -1;
+  int baseline = -1, thr_warm = -1, thr_first = -1;
   for (int i = 0; i < n + 1; i++) {
     void *ctx = NULL;
     strand_result_t r = conform_plugin_init(c, &ctx, 0x1000 + (uint64_t)i);
@@ -241,16 +275,41 @@ static conform_status_t life_init_finalize(conform_ctx_t *c) {
     if (conform_link_open(c, 0, &l)) return conform_fail(c, "(after init #%d)", i + 1);
     if (conform_ping(c, &l, 5000, 95000 + (uint64_t)i)) return conform_fail(c, "(after init #%d)", i + 1);
     conform_link_close(c, &l);
+    if (i == 0) {
+      /* Threads per comm: the count after the first pair may include a pool the plugin keeps;
+       * more pairs opened and closed must not add to it (one left running per comm fails). */
+      thr_warm = conform_count_threads();
+      for (int k = 0; k < EXTRA_COMMS; k++) {
+        if (conform_link_open(c, 0, &l)) return conform_fail(c, "(after init #1, pair %d)", k + 2);
+        conform_ping(c, &l, 1024, 96000 + (uint64_t)k);
+        conform_link_close(c, &l);
+      }
+      int thr = settle_threads(thr_warm + THREAD_SLACK);
+      if (thr > thr_warm + THREAD_SLACK)
+        conform_fail(c, "closeSend/closeRecv leave threads running: %d threads after the first comm "
+                     "pair was closed, %d after %d more were opened and closed (+%d; a bounded pool "
+                     "is fine, a thread per comm is not)", thr_warm, thr, EXTRA_COMMS, thr - thr_warm);
+    }
     r = conform_plugin_finalize(c, ctx);
     c->net_ctx = NULL;
     if (r != STRAND_SUCCESS) return conform_fail(c, "finalize #%d returned %s", i + 1, conform_result_str(r));
-    if (i == 0) baseline = settle_fds(0, 1 << 20);
+    if (i == 0) {
+      baseline = settle_fds(0, 1 << 20);
+      thr_first = conform_count_threads();
+    }
   }
   int fds = settle_fds(baseline, 2);
   if (fds > baseline + 2)
     return conform_fail(c, "%d init/finalize cycles left %d more file descriptors open (%d -> %d)",
                         n, fds - baseline, baseline, fds);
-  conform_note(c, "%d init/connect/finalize cycles%s", n,
+  /* Threads per context: counted in /proc/self/task after the first finalize and the last. */
+  int thr_last = settle_threads(thr_first + THREAD_SLACK);
+  if (thr_last > thr_first + THREAD_SLACK)
+    conform_fail(c, "finalize leaves threads running: %d threads after the first finalize, %d after "
+                 "%d more init/finalize cycles (+%d)", thr_first, thr_last, n - 1, thr_last - thr_first);
+  if (c->status == CONFORM_FAIL) return CONFORM_FAIL;
+  conform_note(c, "%d init/connect/finalize cycles, threads %d after the first finalize and %d after "
+               "the last%s", n, thr_first, thr_last,
                c->version <= 10 ? " (v6-v10: the core adapter inits the plugin once)" : "");
   return CONFORM_PASS;
 }
@@ -426,17 +485,203 @@ static conform_status_t life_close_clean(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
+/* ---------------------------------------------------------------- requests crossing threads */
+
+/* Every request a thread gets back from isend/irecv is entered here with its owner (thread, comm,
+ * direction) until the owner's test() said done. A request handed to a thread while still pending
+ * for another owner means the plugin returned one caller's request to another (a request passed
+ * through shared state without a lock): NCCL's proxy threads would then test, and complete, each
+ * other's transfers. An entry whose owner is inside test() may have just been freed and reused
+ * legitimately, so it does not count. */
+enum { OWN_MAX = 64 };
+typedef struct {
+  void *req;
+  int thread;
+  bool send;
+  int state; /* 0 free, 1 pending, 2 owner inside test() */
+} own_entry_t;
+
+typedef struct {
+  pthread_mutex_t lock;
+  own_entry_t e[OWN_MAX];
+  int crossed;          /* requests found owned by someone else */
+  char first[512];      /* the first such finding */
+  volatile int stop;    /* set on the first finding: every thread winds down */
+} own_table_t;
+
+typedef struct {
+  conform_ctx_t ctx;
+  conform_link_t *link;
+  own_table_t *own;
+  int id, rounds;
+  /* The thread's buffers, freed by life.threads only after its comms are closed: a plugin that
+   * mixed requests up may still write into them from another thread's test(). */
+  conform_buf_t *sb, *rb;
+} req_thr_arg_t;
+
+static const char *dir_str(bool send) { return send ? "isend" : "irecv"; }
+
+static own_entry_t *own_find(own_table_t *o, void *req, int thread, bool send) {
+  for (int i = 0; i < OWN_MAX; i++)
+    if (o->e[i].state && o->e[i].req == req && o->e[i].thread == thread && o->e[i].send == send)
+      return &o->e[i];
+  return NULL;
+}
+
+static void own_claim(own_table_t *o, req_thr_arg_t *a, void *req, bool send, int round) {
+  pthread_mutex_lock(&o->lock);
+  own_entry_t *slot = NULL;
+  for (int i = 0; i < OWN_MAX; i++) {
+    own_entry_t *e = &o->e[i];
+    if (!e->state) {
+      if (!slot) slot = e;
+      continue;
+    }
+    if (e->req == req && e->state == 1) {
+      if (!o->crossed)
+        snprintf(o->first, sizeof o->first, "%s on thread %d's comm (round %d) returned request %p, "
+                 "which was still pending as thread %d's %s on its own comm: the plugin handed one "
+                 "caller's request to another", dir_str(send), a->id, round, req, e->thread,
+                 dir_str(e->send));
+      o->crossed++;
+      o->stop = 1;
+    }
+  }
+  if (slot) *slot = (own_entry_t){.req = req, .thread = a->id, .send = send, .state = 1};
+  pthread_mutex_unlock(&o->lock);
+}
+
+static void own_state(own_table_t *o, void *req, int thread, bool send, int state) {
+  pthread_mutex_lock(&o->lock);
+  own_entry_t *e = own_find(o, req, thread, send);
+  if (e) e->state = state;
+  pthread_mutex_unlock(&o->lock);
+}
+
+/* test() one owned request; 1 done, 0 not yet, -1 error (recorded). */
+static int own_test(req_thr_arg_t *a, void *req, bool send, int *size) {
+  own_state(a->own, req, a->id, send, 2);
+  int done = 0;
+  strand_result_t r = a->ctx.net->test(req, &done, size);
+  own_state(a->own, req, a->id, send, done ? 0 : 1);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(&a->ctx, "test(%s of thread %d) returned %s", dir_str(send), a->id, conform_result_str(r));
+    return -1;
+  }
+  return done;
+}
+
+static size_t req_thr_size(int thread, int round) { return 256 + (size_t)thread * 97 + (size_t)(round % 5) * 31; }
+
+static void *req_thread_body(void *p) {
+  req_thr_arg_t *a = p;
+  conform_ctx_t *c = &a->ctx;
+  own_table_t *o = a->own;
+  conform_buf_t sb = *a->sb, rb = *a->rb;
+  void *smh = NULL, *rmh = NULL;
+  if (conform_reg(c, a->link->send_comm, sb.data, REQ_THR_CAP, STRAND_PTR_HOST, &smh) ||
+      conform_reg(c, a->link->recv_comm, rb.data, REQ_THR_CAP, STRAND_PTR_HOST, &rmh))
+    goto out;
+  double bound = 10.0 * c->timeout_scale;
+  for (int i = 0; i < a->rounds && !o->stop && c->status != CONFORM_FAIL; i++) {
+    uint64_t salt = 120000 + (uint64_t)(a->id * 10000 + i);
+    size_t ssize = req_thr_size(a->id, i);
+    conform_fill(sb.data, ssize, conform_seed(c->rank, c->next, salt));
+    void *rdata = rb.data, *rreq = NULL, *sreq = NULL;
+    size_t rcap = REQ_THR_CAP;
+    int tag = c->prev, got = -1;
+    if (conform_irecv(c, a->link->recv_comm, 1, &rdata, &rcap, &tag, &rmh, &rreq)) break;
+    own_claim(o, a, rreq, false, i);
+    double end = conform_now() + bound;
+    bool rdone = false, sdone = false;
+    while (!(rdone && sdone) && !o->stop) {
+      if (!sreq) {
+        if (conform_try_isend(c, a->link->send_comm, sb.data, ssize, c->rank, smh, &sreq)) break;
+        if (sreq) own_claim(o, a, sreq, true, i);
+      }
+      if (sreq && !sdone) {
+        int d = own_test(a, sreq, true, NULL);
+        if (d < 0) break;
+        sdone = d;
+      }
+      if (!rdone) {
+        int d = own_test(a, rreq, false, &got);
+        if (d < 0) break;
+        rdone = d;
+      }
+      if (conform_now() > end) {
+        conform_fail(c, "thread %d: round %d did not complete within %.0f s", a->id, i, bound);
+        break;
+      }
+    }
+    if (!(rdone && sdone)) break;
+    size_t want = req_thr_size(a->id, i);
+    if ((size_t)got != want) {
+      conform_fail(c, "thread %d: its receive (round %d) completed with size %d, its comm's message "
+                   "has %zu bytes: completed for another comm's message", a->id, i, got, want);
+      break;
+    }
+    long long bad = conform_verify(rb.data, want, conform_seed(c->prev, c->rank, salt));
+    if (bad >= 0) {
+      conform_fail(c, "thread %d: its receive (round %d) completed but byte %lld differs: it holds "
+                   "another comm's or no message", a->id, i, bad);
+      break;
+    }
+  }
+out:
+  if (smh) conform_dereg(c, a->link->send_comm, smh);
+  if (rmh) conform_dereg(c, a->link->recv_comm, rmh);
+  return NULL;
+}
+
+/* The tagged phase of life.threads on its nt open links, with 2 x nt buffers of REQ_THR_CAP bytes
+ * that the caller frees after closing the links: returns with failures recorded in c. */
+static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt, conform_buf_t *bufs) {
+  enum { NT_MAX = 8 };
+  own_table_t own;
+  memset(&own, 0, sizeof own);
+  pthread_mutex_init(&own.lock, NULL);
+  req_thr_arg_t args[NT_MAX];
+  pthread_t th[NT_MAX];
+  for (int t = 0; t < nt; t++) {
+    args[t].ctx = *c;
+    args[t].ctx.session = NULL; /* the bootstrap is not thread-safe */
+    args[t].ctx.phase = NULL;
+    args[t].ctx.msg[0] = args[t].ctx.note[0] = '\0';
+    args[t].ctx.status = CONFORM_PASS;
+    args[t].link = &l[t];
+    args[t].own = &own;
+    args[t].id = t;
+    args[t].rounds = c->quick ? 50 : 300;
+    args[t].sb = &bufs[2 * t];
+    args[t].rb = &bufs[2 * t + 1];
+    pthread_create(&th[t], NULL, req_thread_body, &args[t]);
+  }
+  conform_phase(c, "%d threads, every request tagged with its owner", nt);
+  for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+  if (own.crossed)
+    conform_fail(c, "%d request%s returned to the wrong thread; first: %s", own.crossed,
+                 own.crossed == 1 ? "" : "s", own.first);
+  for (int t = 0; t < nt; t++)
+    if (args[t].ctx.status == CONFORM_FAIL && !own.crossed) conform_fail(c, "thread %d: %s", t, args[t].ctx.msg);
+  if (c->status != CONFORM_FAIL)
+    conform_note(c, "%d threads x %d rounds, every request owned by the thread and comm it was "
+                 "posted on", nt, args[0].rounds);
+  pthread_mutex_destroy(&own.lock);
+}
+
 const conform_check_t conform_checks_life[] = {
   {"life.many-comms", "§2.6 maxComms, §6.7", "hundreds of comm pairs alive at once, each carries a message",
    life_many_comms, 90, CONFORM_F_SLOW},
-  {"life.threads", "§1.4 threads", "four threads drive four comm pairs concurrently", life_threads, 60, 0},
+  {"life.threads", "§1.4 threads, §6.2", "four threads drive four comm pairs concurrently; every request returns to the thread and comm that posted it",
+   life_threads, 60, 0},
   {"life.close-inflight", "§6.9", "dereg/close with unmatched requests in flight return promptly",
    life_close_inflight, 40, 0},
   {"life.listen-close", "§6.1 step 5", "listen/closeListen without connect leaks no descriptor",
    life_listen_close, 30, 0},
   {"life.connect-close-no-leak", "§6.9, §1.4", "connect/transfer/close cycles: fds and RSS back to baseline",
    life_connect_close, 60, 0},
-  {"life.init-finalize", "§1.4, §1.5", "init/connect/finalize cycles leak no descriptor",
+  {"life.init-finalize", "§1.4, §1.5, §6.9", "init/connect/finalize cycles leak no descriptor, no thread per comm or context",
    life_init_finalize, 60, CONFORM_F_NO_INIT},
   {"life.two-contexts", "§1.4", "two init contexts alive at once, each with a connection (v11+)",
    life_two_contexts, 30, CONFORM_F_NO_INIT},

@@ -60,6 +60,11 @@ static conform_status_t props_fields_written(conform_ctx_t *c) {
   return done(c);
 }
 
+/* props.name's further rules (below): the same name on every call, NUL-terminated and printable
+ * within 255 characters; each device's pointer keeps its own name. */
+static void name_stable(conform_ctx_t *c);
+static void name_per_device(conform_ctx_t *c);
+
 static conform_status_t props_name(conform_ctx_t *c) {
   strand_props_v12_t p;
   char **names = calloc((size_t)c->ndev, sizeof *names);
@@ -76,7 +81,76 @@ static conform_status_t props_name(conform_ctx_t *c) {
   }
   for (int d = 0; d < c->ndev; d++) free(names[d]);
   free(names);
+  name_stable(c);
+  name_per_device(c);
   return done(c);
+}
+
+/* NCCL's topology XML stores attribute values (the <net name=...> key among them) in buffers of
+ * 255 characters + NUL; a longer name is cut, a name without a NUL within reach runs into junk. */
+#define NAME_SANE_MAX 255
+
+/* The name must end within NAME_SANE_MAX bytes and hold printable ASCII only: a name that fills its
+ * buffer without a NUL reads on into whatever follows it, which is rarely printable. strnlen never
+ * reads past the NUL or the bound, so a terminated name is never over-read here. */
+static bool name_terminated(conform_ctx_t *c, int dev, const char *name) {
+  size_t n = strnlen(name, NAME_SANE_MAX + 1);
+  if (n > NAME_SANE_MAX) {
+    conform_fail(c, "dev %d: name has no NUL within %d bytes (NCCL's topology keeps 255 characters)",
+                 dev, NAME_SANE_MAX);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)name[i];
+    if (ch < 0x20 || ch > 0x7e) {
+      conform_fail(c, "dev %d: name byte %zu is 0x%02x after \"%.*s\": the name is not "
+                   "NUL-terminated within its buffer (junk follows it)", dev, i, ch, (int)i, name);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A device's name is the topology's key for it: each getProperties of the same device must give
+ * the same string, and it must be a proper C string. */
+static void name_stable(conform_ctx_t *c) {
+  strand_props_v12_t p, q;
+  FOR_EACH_DEV(c, p) {
+    if (!p.name || !p.name[0]) continue; /* props.name reports it */
+    if (!name_terminated(c, dev, p.name)) continue;
+    char first[NAME_SANE_MAX + 1];
+    snprintf(first, sizeof first, "%s", p.name);
+    /* Another device's call in between, as NCCL's topology discovery makes them. */
+    if (c->ndev > 1) conform_props(c, (dev + 1) % c->ndev, &q);
+    if (conform_props(c, dev, &q)) continue;
+    if (!q.name || strncmp(first, q.name, NAME_SANE_MAX + 1) != 0)
+      conform_fail(c, "dev %d: name \"%s\" on one getProperties call, \"%.*s\" on the next: NCCL "
+                   "keys its topology on the name, so one NIC would look like two", dev, first,
+                   NAME_SANE_MAX, q.name ? q.name : "(null)");
+  }
+}
+
+/* NCCL keeps the name pointer of each device while it queries the others (the topology holds
+ * props for every device at once). A buffer shared by all devices then names every device after
+ * the last one queried. */
+static void name_per_device(conform_ctx_t *c) {
+  if (c->ndev < 2) return; /* one device has no other to share its buffer with */
+  const char **ptr = calloc((size_t)c->ndev, sizeof *ptr);
+  char (*copy)[NAME_SANE_MAX + 1] = calloc((size_t)c->ndev, sizeof *copy);
+  strand_props_v12_t p;
+  FOR_EACH_DEV(c, p) {
+    ptr[dev] = p.name;
+    if (p.name) snprintf(copy[dev], sizeof copy[dev], "%.*s", NAME_SANE_MAX, p.name);
+  }
+  for (int dev = 0; dev < c->ndev; dev++) {
+    if (!ptr[dev] || !copy[dev][0]) continue;
+    if (strncmp(ptr[dev], copy[dev], NAME_SANE_MAX + 1) != 0)
+      conform_fail(c, "dev %d: the name pointer it returned read \"%s\" then, \"%.*s\" after the "
+                   "other devices were queried: the devices share one name buffer", dev, copy[dev],
+                   NAME_SANE_MAX, ptr[dev]);
+  }
+  free(copy);
+  free(ptr);
 }
 
 static conform_status_t props_pcipath(conform_ctx_t *c) {
@@ -224,7 +298,8 @@ static conform_status_t props_make_vdevice(conform_ctx_t *c) {
 const conform_check_t conform_checks_props[] = {
   {"props.fields-written", "§2.6, §5.1 item 10", "getProperties writes every field, nothing past the struct",
    props_fields_written, 20, 0},
-  {"props.name", "§2.6 name", "name non-empty and unique per device", props_name, 20, 0},
+  {"props.name", "§2.6 name", "name non-empty, unique per device, NUL-terminated printable <= 255 chars, "
+   "the same on every call, each device's pointer keeps its own name", props_name, 20, 0},
   {"props.pcipath", "§2.6 pciPath", "pciPath NULL or an existing directory", props_pcipath, 20, 0},
   {"props.speed-positive", "§2.6 speed", "speed > 0 (<= 0: a warning, the core assumes 10 Gb/s)", props_speed, 20, 0},
   {"props.max-comms-positive", "§2.6 maxComms", "maxComms > 0", props_max_comms, 20, 0},
