@@ -2,6 +2,8 @@
 # NCCL's device API (GIN) through a Strand plugin's one-sided export, on the GPU machines (not CI).
 #
 #   tests/e2e/gin_e2e.sh [PLUGIN]        PLUGIN: socket (default), ofi or ib
+#   tests/e2e/gin_e2e.sh PLUGIN procs    the same, NCCL's examples as one process per GPU with
+#                                        distinct NCCL_HOSTID (MPI=1 against tests/e2e/mini_mpi)
 #   tests/e2e/gin_e2e.sh PLUGIN a2a      gin_a2a_bench.cu only: a device-API all-to-all (GIN puts) vs
 #                                        ncclAlltoAll through PLUGIN and NCCL's built-in Socket
 #   tests/e2e/gin_e2e.sh PLUGIN bench    gp-bench only (gin_proxy/bench/gp_bench.c): one-sided put
@@ -101,7 +103,7 @@ mkdir -p "$home/lib"
 ln -sfn "$nccl_inc" "$home/include"
 ln -sf "$(ls "$nccl_lib"/libnccl.so* | head -1)" "$home/lib/libnccl.so"
 ln -sf "$(ls "$nccl_lib"/libnccl.so* | head -1)" "$home/lib/libnccl.so.2"
-ngpu=$(nvidia-smi -L | wc -l)
+ngpu=${E2E_NGPU:-$(nvidia-smi -L | wc -l)}  # E2E_NGPU=2 on a 4-GPU machine: 2 ranks
 mkdir -p "$build/nccl-examples"
 rm -rf "$build/nccl-examples/src" && cp -r "$examples" "$build/nccl-examples/src"
 # 2.28/2.29: examples/06_device_api/{02_gin_alltoall_pure,03_gin_alltoall_hybrid};
@@ -109,30 +111,80 @@ rm -rf "$build/nccl-examples/src" && cp -r "$examples" "$build/nccl-examples/src
 mapfile -t exdirs < <(find "$build/nccl-examples/src" -path '*06_device_api/0[23]_*' -name Makefile \
                         -not -path '*/python/*' -printf '%h\n' | sort)
 [[ ${#exdirs[@]} -gt 0 ]] || { echo "gin_e2e: no GIN examples under $examples" >&2; exit 1; }
+# procs: the examples built with MPI=1 against tests/e2e/mini_mpi (a one-host stand-in for the
+# few MPI calls they make), one process per GPU, each with its own NCCL_HOSTID: NCCL sees one node
+# per rank, as on a real cluster. threads (default): one process, one thread per GPU, as the
+# examples launch themselves without MPI.
+launch=threads
+if [[ ${2:-} == procs ]]; then
+  launch=procs
+  mm=$build/mini-mpi
+  mkdir -p "$mm/lib" "$mm/bin"
+  $cc -std=c11 -O2 -Wall -Wextra -shared -fPIC -I"$root/tests/e2e/mini_mpi" "$root/tests/e2e/mini_mpi/mini_mpi.c" \
+    -o "$mm/lib/libmpi.so"
+  printf '#!/bin/sh\nexec %s -I%s "$@" -L%s -lmpi -Wl,-rpath,%s\n' "${CXX:-g++}" "$root/tests/e2e/mini_mpi" \
+    "$mm/lib" "$mm/lib" >"$mm/bin/mpicxx"
+  chmod +x "$mm/bin/mpicxx"
+fi
+
+# run_ranks LOG BIN: the example as $launch says; rank 0's output in LOG (others: LOG.rankR).
+run_ranks() {
+  local log=$1 bin=$2 pids=() r
+  # line-buffered, so that a run killed by the timeout still shows how far it got; a run still
+  # going after the timeout gets its threads' stacks dumped (gdb, when the machine has it)
+  if [[ $launch == threads ]]; then
+    NTHREADS=$ngpu NCCL_NET_PLUGIN="$so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+      stdbuf -oL -eL "$bin" >"$log" 2>&1 &
+    pids+=($!)
+  else
+    # the port: below the ephemeral range (32768+), where no connection's local port can hold it
+    local port=$(( 20000 + RANDOM % 12000 ))
+    for ((r = ngpu - 1; r >= 0; r--)); do
+      local out=$log; (( r )) && out=$log.rank$r
+      NCCL_HOSTID="strand-gin-node-$r" MINI_MPI_RANK=$r MINI_MPI_SIZE=$ngpu MINI_MPI_PORT=$port \
+        NCCL_NET_PLUGIN="$so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+        stdbuf -oL -eL "$bin" >"$out" 2>&1 &
+      pids+=($!)
+    done
+  fi
+  local t alive
+  for ((t = 0; t < ${E2E_TIMEOUT:-120}; t++)); do
+    alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    (( alive )) || break
+    sleep 1
+  done
+  if (( alive )); then
+    echo "timed out after ${E2E_TIMEOUT:-120} s"
+    for p in "${pids[@]}"; do
+      kill -0 "$p" 2>/dev/null || continue
+      command -v gdb >/dev/null && gdb -p "$p" -batch -ex 'thread apply all bt 12' >"$log.stacks.$p" 2>&1
+      kill -9 "$p"
+    done
+    rc=1
+  fi
+  for p in "${pids[@]}"; do wait "$p" || { echo "exit status $? (pid $p)"; rc=1; }; done
+}
+
 for exdir in "${exdirs[@]}"; do
   ex=$(basename "${exdir%/c}")
-  if ! make -s -C "$exdir" NCCL_HOME="$home" CUDA_HOME="$cuda" \
+  mpi=(); [[ $launch == procs ]] && mpi=(MPI=1 MPICXX="$mm/bin/mpicxx")
+  if ! make -s -C "$exdir" NCCL_HOME="$home" CUDA_HOME="$cuda" "${mpi[@]}" \
        NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$build/make.$ex.log" 2>&1; then
     tail -20 "$build/make.$ex.log"; rc=1; continue
   fi
   bin=$(find "$exdir" -maxdepth 1 -type f -perm -u+x | head -1)
-  echo "## NCCL $tag $ex through strand-$plugin, $ngpu GPUs (one thread each)"
-  log=$build/log.gin.$ex
-  # line-buffered, so that a run killed by the timeout still shows how far it got; a run still
-  # going after the timeout gets its threads' stacks dumped (gdb, when the machine has it)
-  NTHREADS=$ngpu NCCL_NET_PLUGIN="$so" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-    stdbuf -oL -eL "$bin" >"$log" 2>&1 &
-  pid=$!
-  for ((t = 0; t < ${E2E_TIMEOUT:-120}; t++)); do kill -0 $pid 2>/dev/null || break; sleep 1; done
-  if kill -0 $pid 2>/dev/null; then
-    echo "timed out after ${E2E_TIMEOUT:-120} s"
-    command -v gdb >/dev/null && gdb -p $pid -batch -ex 'thread apply all bt 12' >"$log.stacks" 2>&1
-    kill -9 $pid; rc=1
+  if [[ $launch == threads ]]; then
+    echo "## NCCL $tag $ex through strand-$plugin, $ngpu GPUs (one thread each)"
+  else
+    echo "## NCCL $tag $ex through strand-$plugin, $ngpu GPUs (one process each, distinct NCCL_HOSTID)"
   fi
-  wait $pid || { echo "exit status $?"; rc=1; }
+  log=$build/log.gin.$launch.$ex
+  run_ranks "$log" "$bin"
   grep -aE 'result: |mismatch' "$log" || echo "(no result line)"
-  grep -aE 'GIN/Plugin: Assigned|RMA/Plugin: (Loaded|Assigned)|NET/Plugin: Loaded (net|gin)|WARN' "$log" | \
-    sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | sort -rn | head -12
-  grep -q 'PASSED' "$log" && ! grep -q 'FAILED' "$log" || rc=1
+  # which plugin NCCL took, how many nodes it saw, and any WARN, over every rank's log
+  cat "$log"* 2>/dev/null | grep -aoE 'nNodes [0-9]+' | sort | uniq -c || true
+  cat "$log"* 2>/dev/null | grep -aE 'GIN/Plugin: Assigned|RMA/Plugin: (Loaded|Assigned)|NET/Plugin: Loaded (net|gin)|WARN' | \
+    sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | sort -rn | head -12 || true
+  grep -q 'PASSED' "$log" && ! grep -q 'FAILED' "$log"* || rc=1
 done
 exit $rc

@@ -118,6 +118,15 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank) {
   *rank = rank_;
   return MPI_SUCCESS;
 }
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  (void)info;
+  if (split_type != MPI_COMM_TYPE_SHARED) die("MPI_Comm_split_type", "only MPI_COMM_TYPE_SHARED exists here");
+  return MPI_Comm_split(comm, 0, key, newcomm);
+}
+int MPI_Error_string(int code, char *str, int *len) {
+  *len = snprintf(str, MPI_MAX_ERROR_STRING, "mini_mpi error %d", code);
+  return MPI_SUCCESS;
+}
 int MPI_Comm_free(MPI_Comm *comm) {
   *comm = 0;
   return MPI_SUCCESS;

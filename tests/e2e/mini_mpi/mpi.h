@@ -1,4 +1,5 @@
-/* tests/e2e/mini_mpi/mpi.h — the part of MPI that NVIDIA's nccl-tests (2.19) calls, for machines
+/* tests/e2e/mini_mpi/mpi.h — the part of MPI that NVIDIA's nccl-tests (2.19) and NCCL's own examples
+ * (examples/common, built with MPI=1: tests/e2e/gin_e2e.sh procs) call, for machines
  * without an MPI: start N copies of a test with MINI_MPI_RANK=r, MINI_MPI_SIZE=N and
  * MINI_MPI_PORT=p (rank 0 listens on 127.0.0.1:p; one host only) and they behave as one MPI job of
  * N processes (tests/e2e/run_nccl_tests.sh does this). Written from the MPI standard's function
@@ -14,10 +15,14 @@ extern "C" {
 typedef int MPI_Comm;
 typedef int MPI_Datatype;
 typedef int MPI_Op;
+typedef int MPI_Info;
 
 #define MPI_COMM_WORLD ((MPI_Comm)1)
 #define MPI_IN_PLACE ((void *)1)
 #define MPI_SUCCESS 0
+#define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_COMM_TYPE_SHARED 1
+#define MPI_MAX_ERROR_STRING 64
 
 /* Datatypes: the value is the element size's code (mini_mpi.c: type_size). */
 #define MPI_DATATYPE_NULL ((MPI_Datatype)0)
@@ -37,6 +42,9 @@ int MPI_Finalize(void);
 int MPI_Comm_size(MPI_Comm comm, int *size);
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+/* One host: every process shares memory with every other, so the node's communicator is the
+ * world (what NCCL's examples use to pick the local GPU: the rank in it). */
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Barrier(MPI_Comm comm);
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
@@ -47,6 +55,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm);
 int MPI_Abort(MPI_Comm comm, int code);
+int MPI_Error_string(int code, char *str, int *len);
 
 #ifdef __cplusplus
 }

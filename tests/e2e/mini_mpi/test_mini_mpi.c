@@ -1,6 +1,7 @@
-/* tests/e2e/mini_mpi/test_mini_mpi.c — the stand-in MPI driven the way nccl-tests drives it, by
- * 3 processes: host-hash allgather in place, colour split, id broadcast, barrier, allreduce of
- * long / long long / double / int64 with SUM, MIN and MAX, gather of fixed-size lines to rank 0.
+/* tests/e2e/mini_mpi/test_mini_mpi.c — the stand-in MPI driven the way nccl-tests (and NCCL's
+ * examples) drive it, by 3 processes: host-hash allgather in place, colour split, node split, id
+ * broadcast, barrier, allreduce of long / long long / double / int64 with SUM, MIN and MAX, gather
+ * of fixed-size lines to rank 0.
  *   test_mini_mpi          forks the 3 ranks itself (on a free port) and checks their exits */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,6 +43,12 @@ static int rank_main(void) {
   MPI_Comm_size(c, &n);
   MPI_Comm_rank(c, &me);
   CHECK(n == 3 && me == rank);
+  /* NCCL's examples: the node's communicator (one host here) gives the local GPU index */
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &me);
+  CHECK(me == rank);
+  MPI_Comm_free(&node);
   char id[128];
   memset(id, rank == 0 ? 0x5a : 0, sizeof id);
   MPI_Bcast(id, sizeof id, MPI_BYTE, 0, c);
