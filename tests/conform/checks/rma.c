@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "conform.h"
+#include "strand/cuda_driver.h"
 
 #define RMA_WAIT_S 5.0          /* bound on one request or one arrival, x --timeout-scale */
 #define RMA_COMPLETE_S 2.0      /* rma.completion-bound's bound on a small put */
@@ -943,9 +944,159 @@ static conform_status_t rma_after_finalize(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
+/* ------------------------------------------------------------ rma.cuda-window (needs a GPU) */
+
+/* A window in GPU memory: `dev` is the device address; `host` a host image of it (staging the
+ * pattern in, checking the result out). */
+typedef struct {
+  strand_cu_devptr_t dev;
+  rwin_t host;
+  void *mh;
+} cwin_t;
+
+static int cwin_up(conform_ctx_t *c, rs_t *x, cwin_t *w, size_t len, uint64_t flags, unsigned char fill) {
+  const strand_cuda_t *cu = strand_cuda();
+  w->host.len = len;
+  w->host.base = malloc(len);
+  if (!w->host.base || cu->memAlloc(&w->dev, len) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: no %zu bytes of host or GPU memory", len);
+    return -1;
+  }
+  memset(w->host.base, fill, len);
+  if (cu->memcpyHtoDAsync(w->dev, w->host.base, len, NULL) != STRAND_CU_SUCCESS ||
+      cu->streamSynchronize(NULL) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: cuMemcpyHtoD into a new GPU window failed");
+    return -1;
+  }
+  conform_phase(c, "%s regMrSym(%zu bytes of GPU memory, NCCL_PTR_CUDA)", rma_sym(c), len);
+  strand_result_t r = c->rma->regMrSym(x->cc, (void *)(uintptr_t)w->dev, len, STRAND_PTR_CUDA, flags, &w->mh);
+  if (r != STRAND_SUCCESS || !w->mh) {
+    conform_fail(c, "regMrSym of GPU memory (NCCL_PTR_CUDA, which getProperties claims) returned %s%s",
+                 conform_result_str(r), r == STRAND_SUCCESS ? " with a NULL handle" : "");
+    return -1;
+  }
+  return 0;
+}
+
+static void cwin_down(conform_ctx_t *c, rs_t *x, cwin_t *w) {
+  if (w->mh) {
+    conform_phase(c, "%s deregMrSym (GPU window)", rma_sym(c));
+    strand_result_t r = c->rma->deregMrSym(x->cc, w->mh);
+    if (r != STRAND_SUCCESS) conform_fail(c, "deregMrSym of a GPU window returned %s", conform_result_str(r));
+  }
+  if (w->dev) strand_cuda()->memFree(w->dev);
+  free(w->host.base);
+  memset(w, 0, sizeof *w);
+}
+
+/* The GPU window's bytes into its host image. */
+static int cwin_read(conform_ctx_t *c, cwin_t *w, size_t len) {
+  const strand_cuda_t *cu = strand_cuda();
+  if (cu->memcpyDtoHAsync(w->host.base, w->dev, len, NULL) != STRAND_CU_SUCCESS ||
+      cu->streamSynchronize(NULL) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: cuMemcpyDtoH out of a GPU window failed");
+    return -1;
+  }
+  return 0;
+}
+
+/* What NCCL does with the device API: windows and the signal array in GPU memory. Each rank puts
+ * a small and a large region (one staging slot, and several MiB where a proxy may take another
+ * path) from its GPU window into next's, then a put+signal on next's GPU signal word; when the
+ * signal shows, both regions must be there, and every byte outside them untouched. */
+static void cuda_window_body(conform_ctx_t *c, rs_t *x) {
+  enum { N = 2 };
+  size_t sizes[N] = {1000, rma_max_put(c, x) - 77};
+  size_t slot = sizes[1] + 128, len = slot * N;
+  rregion_t out[N], in[N];
+  make_regions(out, N, sizes, slot, 11, c->rank, c->next);
+  make_regions(in, N, sizes, slot, 11, c->prev, c->rank);
+  cwin_t src = {0}, dst = {0}, sig = {0};
+  void *reqs[N + 1] = {0};
+  if (cwin_up(c, x, &src, len, 0, 0) || cwin_up(c, x, &dst, len, 0, CONFORM_GUARD_BYTE) ||
+      cwin_up(c, x, &sig, RMA_SIG_WORDS * 8, STRAND_GIN_MR_FLAG_FORCE_SO, 0) || rs_barrier(c, x))
+    goto out;
+  for (int k = 0; k < N; k++) conform_fill(src.host.base + out[k].off, out[k].len, out[k].seed);
+  const strand_cuda_t *cu = strand_cuda();
+  if (cu->memcpyHtoDAsync(src.dev, src.host.base, len, NULL) != STRAND_CU_SUCCESS ||
+      cu->streamSynchronize(NULL) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: cuMemcpyHtoD of the source pattern failed");
+    goto out;
+  }
+  rwin_t s = {.mh = src.mh}, d = {.mh = dst.mh}, g = {.mh = sig.mh};
+  for (int k = 0; k < N; k++)
+    if (rs_put(c, x, &s, out[k].off, out[k].len, &d, out[k].off, c->next, &reqs[k])) goto out;
+  if (rs_put_signal(c, x, &s, 0, 0, &d, 0, c->next, &g, 0, 5, STRAND_GIN_SIGNAL_OP_ADD, true, &reqs[N])) goto out;
+  double until = wait_bound(c, RMA_WAIT_S);
+  for (unsigned spins = 0;; spins++) {
+    if (cwin_read(c, &sig, 8)) goto out;
+    if (sig_load(&sig.host, 0) >= 5) break;
+    if (rs_progress(c, x)) goto out;
+    for (int k = 0; k <= N; k++)
+      if (rs_test(c, x, &reqs[k], "iput to a GPU window")) goto out;
+    if (conform_now() > until) {
+      conform_fail(c, "after %.1f s the put+signal from rank %d never showed in the GPU signal word (reads %llu)",
+                   RMA_WAIT_S * c->timeout_scale, c->prev, (unsigned long long)sig_load(&sig.host, 0));
+      goto out;
+    }
+    if ((spins & 63) == 63 && conform_peer_failed(c)) {
+      conform_fail(c, "%s", c->bs_error);
+      goto out;
+    }
+  }
+  if (cwin_read(c, &dst, len)) goto out;
+  int which;
+  long long bad = win_check(&dst.host, in, N, &which);
+  if (bad >= 0) {
+    conform_fail(c, "the signal from rank %d showed in GPU memory while %s differed at byte %lld of the GPU "
+                 "window", c->prev, which >= 0 ? "its put's region" : "a byte outside every put", bad);
+    goto out;
+  }
+  if (rs_wait_all(c, x, reqs, N + 1, RMA_WAIT_S, "puts between GPU windows")) goto out;
+  conform_note(c, "GPU windows (cuMemAlloc): puts of %zu and %zu B and a put+signal on a GPU signal word, "
+               "verified on the GPU", sizes[0], sizes[1]);
+out:
+  for (int k = 0; k <= N; k++)
+    if (reqs[k]) rs_wait_all(c, x, &reqs[k], 1, RMA_WAIT_S, "a put left over"); /* never dereg under one */
+  rs_barrier(c, x); /* no rank deregisters while a peer may still put into its windows */
+  cwin_down(c, x, &sig);
+  cwin_down(c, x, &dst);
+  cwin_down(c, x, &src);
+}
+
+/* The GPU this rank uses (rank r on GPU r where there are enough, else GPU 0), current for the
+ * check's allocations and copies; NULL when the process has no usable CUDA. */
+static const char *cuda_window_setup(const conform_ctx_t *c, int *dev) {
+  const strand_cuda_t *cu = strand_cuda();
+  if (!cu) return "no usable CUDA driver in this process (libcuda.so.1): GPU windows need a GPU machine";
+  strand_cu_ctx_t ctx = NULL;
+  if (cu->deviceGet(dev, c->rank) != STRAND_CU_SUCCESS && cu->deviceGet(dev, 0) != STRAND_CU_SUCCESS)
+    return "the CUDA driver loads but sees no GPU";
+  if (cu->devicePrimaryCtxRetain(&ctx, *dev) != STRAND_CU_SUCCESS || cu->ctxSetCurrent(ctx) != STRAND_CU_SUCCESS)
+    return "no CUDA context on the GPU";
+  return NULL;
+}
+
 static conform_status_t rma_cuda_window(conform_ctx_t *c) {
-  (void)c;
-  return conform_skip(c, "no GPU: CUDA windows are not tested yet (host memory only)");
+  int dev = -1;
+  const char *why = cuda_window_setup(c, &dev);
+  if (why) return conform_skip(c, "%s", why);
+  rs_t x;
+  if (rs_init(c, &x) == 0) {
+    if (!(x.props.ptrSupport & STRAND_PTR_CUDA)) {
+      rs_fini(c, &x);
+      strand_cuda()->devicePrimaryCtxRelease(dev);
+      return conform_skip(c, "the plugin does not claim NCCL_PTR_CUDA (ptrSupport 0x%x): NCCL gives it no GPU "
+                          "windows", x.props.ptrSupport);
+    }
+    if (rs_connect(c, &x, x.ctx) == 0) {
+      cuda_window_body(c, &x);
+      rs_barrier(c, &x);
+    }
+  }
+  rs_down(c, &x);
+  strand_cuda()->devicePrimaryCtxRelease(dev);
+  return conform_verdict(c);
 }
 
 /* The harness inits the net table first (not CONFORM_F_NO_INIT): NCCL inits its net plugin when a
