@@ -42,13 +42,21 @@
 /* Large puts (gp_bulk.c): a put of GP_BULK_MIN bytes or more moves in GP_BULK_CHUNK pieces on
  * the pair's bulk comm, GP_BULK_SLOTS pieces in flight each way. Below GP_BULK_MIN the two extra
  * net requests per piece cost more than copying through a slot. */
+#ifndef GP_BULK_MIN /* -D overrides: build-time experiments (docs/benchmarks/gin.md), not knobs */
 #define GP_BULK_MIN (256u << 10)
+#endif
+#ifndef GP_BULK_CHUNK
 #define GP_BULK_CHUNK (1u << 20)
+#endif
+#ifndef GP_BULK_SLOTS
 #define GP_BULK_SLOTS 8
+#endif
 /* Net comms per ordered pair: 0 control, 1 bulk. */
 #define GP_COMMS_PER_PAIR 2
 /* A success ack waits this long for a message to ride on before it is sent on its own. */
+#ifndef GP_ACK_DELAY_S
 #define GP_ACK_DELAY_S 20e-6
+#endif
 /* Bound on connect: every rank of the group must call connect within it. */
 #define GP_CONNECT_TIMEOUT_S 60.0
 
