@@ -356,17 +356,24 @@ static conform_status_t conn_bad_device(conform_ctx_t *c) {
     memcpy(hc, h, sizeof hc);
     void *sc = NULL;
     strand_dev_handle_t *dh = NULL;
-    double end = conform_now() + conform_call_bound();
+    double t0 = conform_now(), end = t0 + conform_call_bound();
     do {
       conform_phase(c, "connect(dev %d) out of range", bad[i]);
       r = c->net->connect(c->net_ctx, bad[i], hc, &sc, &dh);
       if (r != STRAND_SUCCESS || sc) break;
       conform_sleep(0.001);
     } while (conform_now() < end);
-    if (r == STRAND_SUCCESS)
-      conform_fail(c, "connect(%d) with %d devices returned ncclSuccess%s", bad[i], c->ndev,
-                   sc ? " and a sendComm" : " with a NULL sendComm for as long as it was retried "
-                                            "(NCCL would retry forever)");
+    /* A NULL sendComm with ncclSuccess means "not yet": the message states how long the suite
+     * retried and that NCCL itself would not stop, as the stale-connect checks do. */
+    if (r == STRAND_SUCCESS && sc)
+      conform_fail(c, "connect(%d) with %d devices returned ncclSuccess and a sendComm", bad[i], c->ndev);
+    else if (r == STRAND_SUCCESS)
+      conform_fail(c, "connect(%d) with %d devices returned ncclSuccess with a NULL sendComm on every "
+                   "call for %.2f s (the suite's bound: --call-bound %g s x --timeout-scale %g): NCCL "
+                   "never connects on an out-of-range device, but a core that did would poll this "
+                   "connect until it returns a comm or an error, with no bound of its own, and hang "
+                   "instead of failing", bad[i], c->ndev, conform_now() - t0,
+                   conform_call_bound() / c->timeout_scale, c->timeout_scale);
     if (sc) {
       conform_phase(c, "closeSend(dev %d)", bad[i]);
       c->net->closeSend(sc);

@@ -496,8 +496,12 @@ static void test_again(conform_ctx_t *c, void *req, int first_size, const char *
   else if (r != STRAND_SUCCESS)
     conform_note(c, "%s: %s", what, conform_result_str(r));
   else if (done != 1)
-    conform_fail(c, "test(%s) after it was reported done returned ncclSuccess with done=%d: a "
-                 "finished request reported as pending again (a core would poll it forever)", what, done);
+    conform_fail(c, "test(%s) after it was reported done returned ncclSuccess with done=%d on the "
+                 "one extra call the suite made (answered in %.3f s, within the per-call bound of "
+                 "%.2f s): a finished request reported as pending again. NCCL clears its slot at "
+                 "done and never asks again (§6.9); a core that did would keep polling a request "
+                 "that can no longer complete, with no bound of its own, and hang instead of moving "
+                 "on", what, done, dt, conform_call_bound());
   else if (size != first_size)
     conform_fail(c, "test(%s) after it was reported done reported done again with size %d (first "
                  "report: %d)", what, size, first_size);
