@@ -131,7 +131,7 @@ if grep -q 'ncclRmaPlugin\|ncclGinPlugin' "$scratch/results/symbols.txt"; then
 else
   echo "== no one-sided table exported: rma.* left out"
 fi
-# The whole net suite (--quick; about 3 minutes on 2 cores, most of it the stale-connect bounds). NET_ONLY=CHECKS narrows it, e.g.
-# NET_ONLY='load.*,props.*,conn.establish' for a quick look.
+# The whole net suite (--quick; about 3 minutes on 2 cores, most of it the stale-connect bounds).
+# NET_ONLY=CHECKS narrows it, e.g. NET_ONLY='load.*,props.*,conn.establish' for a quick look.
 run net ${NET_ONLY:+--only "$NET_ONLY"} --skip 'rma.*'
 echo "results: $scratch/results"
