@@ -421,13 +421,6 @@ static strand_result_t gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_
     strand_result_t rc = gp_bulk_send_take(c, p, r, h);
     if (rc != STRAND_SUCCESS) return rc;
     last = r->sent == r->size;
-    if (last && r->signal && !r->err) {
-      h->flags |= GP_F_SIGNAL;
-      h->sig_win = r->sig_win;
-      h->sig_off = r->sig_off;
-      h->sig_op = r->sig_op;
-      h->sig_val = r->sig_val;
-    }
   } else if (r->kind == GP_OP_PUT) {
     h->type = GP_MSG_PUT;
     h->off = r->sent;
@@ -442,15 +435,16 @@ static strand_result_t gp_encode_op(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_
     if (rc != STRAND_SUCCESS && !r->err) r->err = rc; /* reported when acked; no signal for it */
     r->sent += h->len;
     last = r->sent == r->size;
-    if (last && r->signal && !r->err) {
-      h->flags |= GP_F_SIGNAL;
-      h->sig_win = r->sig_win;
-      h->sig_off = r->sig_off;
-      h->sig_op = r->sig_op;
-      h->sig_val = r->sig_val;
-    }
   } else {
     h->type = GP_MSG_GET;
+  }
+  /* a put's last fragment carries its signal, unless the op already failed locally */
+  if (last && r->kind == GP_OP_PUT && r->signal && !r->err) {
+    h->flags |= GP_F_SIGNAL;
+    h->sig_win = r->sig_win;
+    h->sig_off = r->sig_off;
+    h->sig_op = r->sig_op;
+    h->sig_val = r->sig_val;
   }
   if (last) {
     h->flags |= GP_F_LAST;
