@@ -180,6 +180,7 @@ typedef struct ofi_comm {
   /* liveness probing */
   uint64_t last_probe_ms;
   uint64_t probe_sent_ms; /* 0 = no probe outstanding */
+  uint64_t last_alive_ms; /* last data operation of this comm the provider completed without error */
   uint64_t eagain_since_ms; /* send side: first of a run of sends refused with -FI_EAGAIN (0 = none) */
   /* sequence numbers */
   ofi_seq_t *seqs;

@@ -137,11 +137,17 @@ static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
   uint64_t timeout = (uint64_t)ofi_params.peer_timeout_ms;
   uint64_t wait = (uint64_t)ofi_params.probe_ms < timeout ? (uint64_t)ofi_params.probe_ms : timeout / 2;
   if (c->probe_sent_ms) {
-    if (now - c->probe_sent_ms > timeout - wait)
+    /* A probe travels behind the data already queued to the peer: with hundreds of sends in
+     * flight on a busy provider (`sockets` on a loaded host) it can take longer than its grace
+     * while the peer is alive and taking data all along. A data operation of this comm completing
+     * after the probe went out is that evidence, so the grace counts from the later of the two:
+     * only a comm on which nothing at all has moved for the whole grace is declared dead. */
+    uint64_t quiet_since = c->last_alive_ms > c->probe_sent_ms ? c->last_alive_ms : c->probe_sent_ms;
+    if (now - quiet_since > timeout - wait)
       ofi_comm_fail(c, STRAND_REMOTE_ERROR,
-                    "the peer's endpoint has not taken a liveness probe within %ld s of a request "
-                    "waiting on it (STRAND_OFI_PEER_TIMEOUT_S): the peer process, host or network "
-                    "is gone",
+                    "the peer's endpoint has not taken a liveness probe, and no operation with it "
+                    "has completed, within %ld s of a request waiting on it "
+                    "(STRAND_OFI_PEER_TIMEOUT_S): the peer process, host or network is gone",
                     ofi_params.peer_timeout_ms / 1000);
     return;
   }
@@ -338,6 +344,7 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
   c->outstanding--;
   if (err == 0) {
     r->sizes[i] = (int)len;
+    if (c->probe_sent_ms) c->last_alive_ms = ofi_now_ms(); /* only read while a probe waits */
   } else if (err == FI_ECANCELED && c->closed) {
     /* receive cancelled by close */
   } else if (err == FI_ETRUNC && r->kind == OFI_REQ_RECV) {
