@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cs.h"
+#include "strand/net_layer.h"
 #include "strand/reduce.h"
 
 enum { CS_ALLREDUCE, CS_ALLGATHER, CS_REDUCESCATTER };
@@ -169,6 +170,7 @@ static cs_req_t *cs_req_new(cs_comm_t *c, int kind, const char *call) {
 }
 
 static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
+  if (!c->inflight) c->stats.t_busy_since = strand_now_s();
   r->coll = c->ncoll++;
   if (c->tail)
     c->tail->next = r;
@@ -434,6 +436,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   }
   sl->phase = phase;
   sl->all_posted = false;
+  sl->t_post = 0;
 }
 
 /* Gives the next chunk of the oldest collective that has one to a free slot, staging its data. */
@@ -447,6 +450,7 @@ static bool cs_assign_chunk(cs_comm_t *c) {
   if (!sl) return false;
   size_t k = r->next_chunk++;
   int me = c->rank, n = c->nranks;
+  double t0 = strand_now_s();
   sl->req = r;
   sl->chunk = k;
   cs_chunk_blocks(c, r, k, sl->blen, sl->boff);
@@ -467,6 +471,7 @@ static bool cs_assign_chunk(cs_comm_t *c) {
     sl->seq[CS_PH_RS] = c->next_seq++;
     cs_slot_exchange(c, sl, CS_PH_RS);
   }
+  c->stats.t_copy += strand_now_s() - t0;
   return true;
 }
 
@@ -483,6 +488,7 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   if (sl->all_posted || c->turn != sl->seq[sl->phase]) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
   bool all = true;
+  if (!sl->t_post) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     if (!sl->sposted[j]) {
@@ -648,11 +654,27 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
   }
   if (!all) return STRAND_SUCCESS;
   *changed = true;
-  return cs_exchange_done(c, sl);
+  double t0 = strand_now_s();
+  c->stats.t_exchange += t0 - sl->t_post;
+  c->stats.exchanges++;
+  int phase = sl->phase;
+  cs_req_t *r = sl->req;
+  strand_result_t rc = cs_exchange_done(c, sl);
+  double t1 = strand_now_s();
+  /* an RS exchange's completion is mostly its reduction; an AG's is copies out */
+  if (phase == CS_PH_RS && r->kind != CS_ALLGATHER)
+    c->stats.t_reduce += t1 - t0;
+  else
+    c->stats.t_copy += t1 - t0;
+  if (!sl->req) {
+    c->stats.chunks++;
+    for (int j = 0; j < c->nranks; j++) c->stats.bytes += sl->blen[j];
+  }
+  return rc;
 }
 
-/* One bounded round of progress over the whole collComm. */
-static strand_result_t cs_progress(cs_comm_t *c) {
+/* One bounded round of progress over the whole collComm; *moved when anything was posted or done. */
+static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
   for (int pass = 0; pass < 2 * CS_NSLOTS + 2; pass++) {
     bool changed = false;
     while (cs_assign_chunk(c)) changed = true;
@@ -665,6 +687,7 @@ static strand_result_t cs_progress(cs_comm_t *c) {
       if (rc != STRAND_SUCCESS) return rc;
     }
     if (!changed) break;
+    *moved = true;
   }
   return STRAND_SUCCESS;
 }
@@ -679,10 +702,14 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   }
   cs_comm_t *c = r->comm;
   if (c->failed != STRAND_SUCCESS) return c->failed;
-  strand_result_t rc = cs_progress(c);
+  bool moved = false;
+  strand_result_t rc = cs_progress(c, &moved);
+  c->stats.tests++;
+  c->stats.tests_idle += !moved;
   if (rc != STRAND_SUCCESS) return rc;
   if (r->chunks_done < r->nchunks) return STRAND_SUCCESS;
   *done = 1;
+  c->stats.colls++;
   if (size) *size = (int)r->result_bytes;
   cs_req_t **pp = &c->head, *prev = NULL;
   while (*pp != r) {
@@ -692,6 +719,25 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   *pp = r->next;
   if (c->tail == r) c->tail = prev;
   c->inflight--;
+  if (!c->inflight) c->stats.t_busy += strand_now_s() - c->stats.t_busy_since;
   cs_req_free(r);
   return STRAND_SUCCESS;
+}
+
+void cs_coll_report_stats(const cs_comm_t *c) {
+  const cs_stats_t *st = &c->stats;
+  if (!st->colls) return;
+  double active = st->t_busy;
+  double pct = active > 0 ? 100.0 / active : 0;
+  STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+              "collnet_stub: rank %d/%d closing: %llu collectives, %.1f MiB in %llu chunks of up to "
+              "%zu-byte blocks in %.3f s with collectives in flight (%.2f GB/s of user data); staging copies %.3f s (%.0f%%), "
+              "reductions %.3f s (%.0f%%), %llu exchanges of %.1f us each on average (first post to "
+              "complete; up to %d chunks in flight); %llu test() calls, %llu of them moved nothing",
+              c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
+              (unsigned long long)st->chunks, c->block, active,
+              active > 0 ? (double)st->bytes / active / 1e9 : 0.0, st->t_copy, st->t_copy * pct,
+              st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
+              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, CS_NSLOTS,
+              (unsigned long long)st->tests, (unsigned long long)st->tests_idle);
 }

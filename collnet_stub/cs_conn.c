@@ -144,6 +144,7 @@ strand_result_t cs_close_coll(void *collComm) {
     STRAND_WARN("collnet_stub closeColl: %p is not a collComm of the stub", collComm);
     return STRAND_INVALID_ARGUMENT;
   }
+  cs_coll_report_stats(c);
   cs_comm_free(c);
   return STRAND_SUCCESS;
 }
