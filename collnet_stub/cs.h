@@ -9,6 +9,7 @@
 #ifndef STRAND_CS_H
 #define STRAND_CS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,8 +27,16 @@
  * retries (spec §8.3). NCCL merges up to 8 channels' chunks into one call and keeps few in flight. */
 #define CS_MAX_INFLIGHT 16
 /* Chunk slots per collComm: how many chunks are staged at once. Two already overlap the
- * all-gather of one chunk with the reduce-scatter of the next; more let staging run ahead. */
-#define CS_NSLOTS 4
+ * all-gather of one chunk with the reduce-scatter of the next; more let staging run ahead and,
+ * with helper threads (cs_cpu.c), let that many chunks' copies and reductions run in parallel.
+ * Overridable with -DCS_NSLOTS=n for measurements. */
+#ifndef CS_NSLOTS
+#define CS_NSLOTS 8
+#endif
+/* A chunk's CPU work (staging copies, reduction) goes to a helper thread from this many bytes of
+ * user data up; smaller chunks are done on the calling thread, where a hand-off would cost more
+ * than the work. */
+#define CS_OFFLOAD_MIN (64u << 10)
 /* Bytes each rank exchanges with each peer per chunk: about CS_CHUNK_TARGET / nranks, within
  * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). */
 #define CS_CHUNK_TARGET (1u << 20)
@@ -76,8 +85,15 @@ typedef struct {
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
 } cs_stats_t;
 
+/* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
+enum { CS_CPU_IDLE = 0, /* the caller's thread (NCCL's proxy) */
+       CS_CPU_BUSY,     /* a helper thread: queued or running */
+       CS_CPU_DONE };   /* the helper finished; the caller's thread takes it back in test() */
+enum { CS_JOB_STAGE_IN, /* copy the chunk's user data into the slot */
+       CS_JOB_EXCHANGE  /* check the peers' headers, reduce / copy out what the exchange brought */ };
+
 /* One chunk in flight: the staging areas of one slot and the exchange under way. */
-typedef struct {
+typedef struct cs_slot {
   struct cs_req *req; /* NULL: free */
   size_t chunk;       /* index of the chunk in its collective */
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
@@ -89,6 +105,12 @@ typedef struct {
   bool *sposted, *rposted;
   bool all_posted;       /* every send and receive of the exchange under way was accepted */
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
+  /* CPU work (cs_cpu.c): while cpu is BUSY only the helper thread touches the slot */
+  atomic_int cpu;
+  int job;               /* CS_JOB_* of the work last started */
+  strand_result_t job_rc;
+  double job_copy_s, job_reduce_s; /* what the job took, added to stats by the caller's thread */
+  struct cs_slot *qnext; /* helper queue */
   size_t *blen;          /* per rank block length of this chunk */
   size_t *boff;          /* per rank block offset (bytes) in the user buffers */
 } cs_slot_t;
@@ -111,6 +133,7 @@ typedef struct cs_comm {
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;
   cs_stats_t stats;
+  struct cs_helpers *helpers; /* NULL: all CPU work on the caller's thread */
 } cs_comm_t;
 
 /* The bound net table, or NULL (cs_plugin.c). */
@@ -151,6 +174,17 @@ void cs_coll_init_slots(cs_comm_t *c);
 void cs_coll_free_slots(cs_comm_t *c);
 /* The INFO line of where the comm's time went (closeColl). */
 void cs_coll_report_stats(const cs_comm_t *c);
+/* Runs the slot's job (sl->job) on the calling thread; a helper thread calls it for offloaded work.
+ * Touches only the slot, its collective's buffers and the arena. */
+void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl);
+
+/* cs_cpu.c: the collComm's helper threads (STRAND_COLLNET_THREADS). */
+strand_result_t cs_helpers_start(cs_comm_t *c);
+/* Joins them: a job running finishes first (CPU work on one chunk, bounded), queued jobs are dropped. */
+void cs_helpers_stop(cs_comm_t *c);
+int cs_helpers_count(const cs_comm_t *c);
+/* Queues the slot's job; false when the comm has no helpers (run it inline then). */
+bool cs_helpers_submit(cs_comm_t *c, cs_slot_t *sl);
 
 
 #endif

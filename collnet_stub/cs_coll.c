@@ -439,40 +439,42 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   sl->t_post = 0;
 }
 
-/* Gives the next chunk of the oldest collective that has one to a free slot, staging its data. */
-static bool cs_assign_chunk(cs_comm_t *c) {
-  cs_req_t *r = c->head;
-  while (r && r->next_chunk >= r->nchunks) r = r->next;
-  if (!r) return false;
-  cs_slot_t *sl = NULL;
-  for (int s = 0; s < CS_NSLOTS && !sl; s++)
-    if (!c->slots[s].req) sl = &c->slots[s];
-  if (!sl) return false;
-  size_t k = r->next_chunk++;
+/* The job CS_JOB_STAGE_IN: copies the chunk's user data into the slot's send area. */
+static void cs_stage_in(cs_comm_t *c, cs_slot_t *sl) {
+  const cs_req_t *r = sl->req;
   int me = c->rank, n = c->nranks;
-  double t0 = strand_now_s();
-  sl->req = r;
-  sl->chunk = k;
-  cs_chunk_blocks(c, r, k, sl->blen, sl->boff);
   if (r->kind == CS_ALLREDUCE) {
     for (int j = 0; j < n; j++)
       if (sl->blen[j]) memcpy(cs_blk(c, sl->send, j), r->src + sl->boff[j], sl->blen[j]);
-    sl->seq[CS_PH_RS] = c->next_seq++;
-    sl->seq[CS_PH_AG] = c->next_seq++;
-    cs_slot_exchange(c, sl, CS_PH_RS);
   } else if (r->kind == CS_ALLGATHER) {
     if (sl->blen[me]) memcpy(cs_blk(c, sl->send, me), r->src + sl->boff[me], sl->blen[me]);
-    sl->seq[CS_PH_AG] = c->next_seq++;
-    cs_slot_exchange(c, sl, CS_PH_AG);
   } else {
     for (int j = 0; j < n; j++)
       cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], cs_blk(c, sl->send, j), sl->blen[j],
                   false);
-    sl->seq[CS_PH_RS] = c->next_seq++;
-    cs_slot_exchange(c, sl, CS_PH_RS);
   }
-  c->stats.t_copy += strand_now_s() - t0;
-  return true;
+}
+
+static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job);
+
+/* Gives the next chunk of the oldest collective that has one to a free slot and starts staging its
+ * data. The chunk's exchanges take their turns now, in issue order, whoever stages it. */
+static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
+  *assigned = false;
+  cs_req_t *r = c->head;
+  while (r && r->next_chunk >= r->nchunks) r = r->next;
+  if (!r) return STRAND_SUCCESS;
+  cs_slot_t *sl = NULL;
+  for (int s = 0; s < CS_NSLOTS && !sl; s++)
+    if (!c->slots[s].req) sl = &c->slots[s];
+  if (!sl) return STRAND_SUCCESS;
+  *assigned = true;
+  sl->req = r;
+  sl->chunk = r->next_chunk++;
+  cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
+  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq++;
+  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq++;
+  return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
 static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
@@ -529,7 +531,6 @@ static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, char *out) {
     if (rc != STRAND_SUCCESS) {
       STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
                   c->nranks, cnt, (int)rc);
-      c->failed = rc;
       return rc;
     }
   }
@@ -552,7 +553,9 @@ static void cs_describe(const cs_wire_hdr_t *h, char *out, size_t len) {
 }
 
 /* Before using a completed exchange's data: every peer's header must say what this rank believes
- * (the same collective, arguments, number and turn), and its payload the length that implies. */
+ * (the same collective, arguments, number and turn), and its payload the length that implies.
+ * Runs in the exchange's job (maybe on a helper thread): it reports, the caller's thread fails the
+ * comm. */
 static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
   cs_wire_hdr_t mine, peer;
   cs_header_of(c, sl, sl->phase, &mine);
@@ -573,8 +576,7 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
                   "collective #%llu (%s here): not a collnet_stub peer of this build, or a corrupted "
                   "message; the collComm is unusable", sl->req->call, c->rank, c->nranks, j, sl->rlen[j],
                   (unsigned long long)mine.coll, me_s);
-      c->failed = STRAND_REMOTE_ERROR;
-      return c->failed;
+      return STRAND_REMOTE_ERROR;
     }
     cs_describe(&peer, peer_s, sizeof peer_s);
     if (agree)
@@ -589,17 +591,18 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
                   "ncclInvalidUsage (all ranks must make the same calls with the same count, datatype "
                   "and op) and the collComm stays failed", sl->req->call, c->rank, c->nranks,
                   (unsigned long long)mine.coll, me_s, c->rank, peer_s, j);
-    c->failed = STRAND_INVALID_USAGE;
-    return c->failed;
+    return STRAND_INVALID_USAGE;
   }
   return STRAND_SUCCESS;
 }
 
-/* The slot's exchange completed: reduce / deliver, then the next exchange or the chunk is done. */
-static strand_result_t cs_exchange_done(cs_comm_t *c, cs_slot_t *sl) {
+/* The job CS_JOB_EXCHANGE: the slot's exchange completed; check the peers, then reduce into this
+ * rank's block (reduce-scatter) or copy every block out (all-gather). */
+static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
   cs_req_t *r = sl->req;
   int me = c->rank, n = c->nranks;
   char *mine = cs_blk(c, sl->send, me);
+  double t0 = strand_now_s();
   strand_result_t rc = cs_check_peers(c, sl);
   if (rc != STRAND_SUCCESS) return rc;
   if (sl->phase == CS_PH_RS) {
@@ -607,25 +610,72 @@ static strand_result_t cs_exchange_done(cs_comm_t *c, cs_slot_t *sl) {
     char *acc = cs_blk(c, sl->recv, me);
     rc = cs_reduce_block(c, sl, acc);
     if (rc != STRAND_SUCCESS) return rc;
-    if (r->kind == CS_ALLREDUCE) {
-      if (sl->blen[me]) memcpy(mine, acc, sl->blen[me]);
-      cs_slot_exchange(c, sl, CS_PH_AG);
-      return STRAND_SUCCESS;
-    }
-    if (sl->blen[me]) memcpy(r->dst + sl->boff[me], acc, sl->blen[me]);
-  } else {
-    for (int j = 0; j < n; j++) {
-      const char *blk = j == me ? mine : cs_blk(c, sl->recv, j);
-      if (!sl->blen[j]) continue;
-      if (r->kind == CS_ALLREDUCE)
-        memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
-      else
-        cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], (void *)blk, sl->blen[j], true);
-    }
+    double t1 = strand_now_s();
+    sl->job_reduce_s = t1 - t0;
+    if (sl->blen[me]) memcpy(r->kind == CS_ALLREDUCE ? mine : r->dst + sl->boff[me], acc, sl->blen[me]);
+    sl->job_copy_s = strand_now_s() - t1;
+    return STRAND_SUCCESS;
+  }
+  for (int j = 0; j < n; j++) {
+    const char *blk = j == me ? mine : cs_blk(c, sl->recv, j);
+    if (!sl->blen[j]) continue;
+    if (r->kind == CS_ALLREDUCE)
+      memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
+    else
+      cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], (void *)blk, sl->blen[j], true);
+  }
+  sl->job_copy_s = strand_now_s() - t0;
+  return STRAND_SUCCESS;
+}
+
+void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
+  if (sl->job == CS_JOB_STAGE_IN) {
+    double t0 = strand_now_s();
+    cs_stage_in(c, sl);
+    sl->job_copy_s = strand_now_s() - t0;
+    sl->job_rc = STRAND_SUCCESS;
+    return;
+  }
+  sl->job_rc = cs_exchange_cpu(c, sl);
+}
+
+/* On the caller's thread once the slot's job is done: the slot's next exchange, or the chunk is
+ * done. */
+static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
+  atomic_store_explicit(&sl->cpu, CS_CPU_IDLE, memory_order_relaxed);
+  c->stats.t_copy += sl->job_copy_s;
+  c->stats.t_reduce += sl->job_reduce_s;
+  if (sl->job_rc != STRAND_SUCCESS) {
+    c->failed = sl->job_rc; /* sticky: the mesh is out of step */
+    return c->failed;
+  }
+  cs_req_t *r = sl->req;
+  if (sl->job == CS_JOB_STAGE_IN) {
+    cs_slot_exchange(c, sl, r->kind == CS_ALLGATHER ? CS_PH_AG : CS_PH_RS);
+    return STRAND_SUCCESS;
+  }
+  if (sl->phase == CS_PH_RS && r->kind == CS_ALLREDUCE) {
+    cs_slot_exchange(c, sl, CS_PH_AG);
+    return STRAND_SUCCESS;
   }
   r->chunks_done++;
+  c->stats.chunks++;
+  for (int j = 0; j < c->nranks; j++) c->stats.bytes += sl->blen[j];
   sl->req = NULL;
   return STRAND_SUCCESS;
+}
+
+/* Runs the job on a helper when the chunk is big enough and the comm has helpers, else here and
+ * now (then the slot moves on at once). */
+static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
+  sl->job = job;
+  sl->job_rc = STRAND_SUCCESS;
+  sl->job_copy_s = sl->job_reduce_s = 0;
+  size_t bytes = 0;
+  for (int j = 0; j < c->nranks; j++) bytes += sl->blen[j];
+  if (bytes >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  cs_coll_run_job(c, sl);
+  return cs_finish_job(c, sl);
 }
 
 static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
@@ -654,36 +704,40 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
   }
   if (!all) return STRAND_SUCCESS;
   *changed = true;
-  double t0 = strand_now_s();
-  c->stats.t_exchange += t0 - sl->t_post;
+  c->stats.t_exchange += strand_now_s() - sl->t_post;
   c->stats.exchanges++;
-  int phase = sl->phase;
-  cs_req_t *r = sl->req;
-  strand_result_t rc = cs_exchange_done(c, sl);
-  double t1 = strand_now_s();
-  /* an RS exchange's completion is mostly its reduction; an AG's is copies out */
-  if (phase == CS_PH_RS && r->kind != CS_ALLGATHER)
-    c->stats.t_reduce += t1 - t0;
-  else
-    c->stats.t_copy += t1 - t0;
-  if (!sl->req) {
-    c->stats.chunks++;
-    for (int j = 0; j < c->nranks; j++) c->stats.bytes += sl->blen[j];
-  }
-  return rc;
+  return cs_start_job(c, sl, CS_JOB_EXCHANGE);
+}
+
+static bool cs_slot_idle(cs_slot_t *sl) {
+  return atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_IDLE;
 }
 
 /* One bounded round of progress over the whole collComm; *moved when anything was posted or done. */
 static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
   for (int pass = 0; pass < 2 * CS_NSLOTS + 2; pass++) {
     bool changed = false;
-    while (cs_assign_chunk(c)) changed = true;
+    for (bool assigned = true; assigned;) {
+      strand_result_t rc = cs_assign_chunk(c, &assigned);
+      if (rc != STRAND_SUCCESS) return rc;
+      changed |= assigned;
+    }
     for (int s = 0; s < CS_NSLOTS; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (!sl->req) continue;
-      strand_result_t rc = cs_post(c, sl, &changed);
-      if (rc == STRAND_SUCCESS && sl->req) rc = cs_poll_slot(c, sl, &changed);
-      if (rc == STRAND_SUCCESS && sl->req) rc = cs_post(c, sl, &changed); /* the AG that follows an RS */
+      int cpu = atomic_load_explicit(&sl->cpu, memory_order_acquire);
+      if (cpu == CS_CPU_BUSY) continue; /* a helper owns it */
+      strand_result_t rc = STRAND_SUCCESS;
+      if (cpu == CS_CPU_DONE) {
+        changed = true;
+        rc = cs_finish_job(c, sl);
+        if (rc != STRAND_SUCCESS) return rc;
+        if (!sl->req) continue;
+      }
+      rc = cs_post(c, sl, &changed);
+      if (rc == STRAND_SUCCESS && sl->req && cs_slot_idle(sl)) rc = cs_poll_slot(c, sl, &changed);
+      if (rc == STRAND_SUCCESS && sl->req && cs_slot_idle(sl))
+        rc = cs_post(c, sl, &changed); /* the AG that follows an RS */
       if (rc != STRAND_SUCCESS) return rc;
     }
     if (!changed) break;

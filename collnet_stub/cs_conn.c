@@ -26,6 +26,7 @@ static void cs_close_net_comm(const strand_net_t *n, void *comm, void *mh, bool 
 
 static void cs_comm_free(cs_comm_t *c) {
   const strand_net_t *n = c->net;
+  cs_helpers_stop(c); /* before anything they may be touching is freed */
   cs_coll_drop_all(c);
   for (int j = 0; j < c->nranks; j++) {
     if (c->send) cs_close_net_comm(n, c->send[j], c->send_mh ? c->send_mh[j] : NULL, true);
@@ -127,13 +128,15 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
       if (!c->slots[s].sreq) rc = STRAND_SYSTEM_ERROR;
   }
   if (rc == STRAND_SUCCESS && nranks > 1) rc = cs_form_group(c, l, handles);
+  if (rc == STRAND_SUCCESS) rc = cs_helpers_start(c);
   if (rc != STRAND_SUCCESS) {
     cs_comm_free(c);
     return rc;
   }
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
-              "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots",
-              rank, nranks, c->net->name, c->dev, c->block, CS_NSLOTS);
+              "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots, "
+              "%d helper threads (STRAND_COLLNET_THREADS)",
+              rank, nranks, c->net->name, c->dev, c->block, CS_NSLOTS, cs_helpers_count(c));
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -22,6 +22,10 @@ static const strand_param_def_t cs_params[] = {
     STRAND_PARAM_ENUM("STRAND_COLLNET_STUB", NULL, "auto", STRAND_PARAM_CHOICES("auto", "on", "off"),
                       "software CollNet devices: auto = on unless the net has GPU memory support "
                       "and NCCL_COLLNET_ENABLE is not 1; on; off = 0 devices (no CollNet)"),
+    STRAND_PARAM_INT("STRAND_COLLNET_THREADS", NULL, -1, -1, CS_NSLOTS,
+                     "helper threads per collComm for staging copies and reductions (-1 = auto: 4 "
+                     "on machines with 5 or more CPUs, else 0; 0 = all on NCCL's CollNet proxy "
+                     "thread)"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()

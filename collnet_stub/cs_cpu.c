@@ -1,0 +1,120 @@
+/* collnet_stub: helper threads for a collComm's CPU work.
+ *
+ * Why: NCCL drives every CollNet channel of a communicator through ONE collComm from its one
+ * CollNet proxy thread. Measured through real NCCL on 2 H200s (docs/benchmarks/collnet.md,
+ * 2026-11-27), that thread spent 46 % of the busy time in staging copies and 23 % in reductions,
+ * and the stub was flat at 2.0 GB/s: the CPU work of all chunks ran one after another on one core.
+ * Helpers take each chunk's copies and reduction (cs_coll_run_job), so the chunks in the slots run
+ * them in parallel while the proxy thread keeps posting and polling the net.
+ *
+ * Per collComm: started at connect, joined at closeColl (so no thread outlives its comm, and a
+ * plugin user counting threads after close sees none). Hand-off: a mutex-protected FIFO of slots
+ * and a condition variable; a helper publishes the end of a job with a release store of
+ * sl->cpu = CS_CPU_DONE, which the proxy thread reads with acquire in test(). Nothing else of the
+ * slot is touched by the proxy thread while it is BUSY. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cs.h"
+#include "strand/params.h"
+
+/* Default helper count: none on small machines (the helpers would compete with NCCL's own threads
+ * and the net's for 2-4 cores), else enough for the slots' chunks to overlap. */
+#define CS_HELPERS_AUTO 4
+#define CS_HELPERS_MIN_CPUS 5
+
+struct cs_helpers {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  cs_slot_t *head, *tail;
+  bool stop;
+  int n;
+  pthread_t threads[];
+};
+
+static void *cs_helper_main(void *arg) {
+  cs_comm_t *c = arg;
+  struct cs_helpers *h = c->helpers;
+  pthread_mutex_lock(&h->lock);
+  for (;;) {
+    while (!h->head && !h->stop) pthread_cond_wait(&h->wake, &h->lock);
+    if (h->stop) break;
+    cs_slot_t *sl = h->head;
+    h->head = sl->qnext;
+    if (!h->head) h->tail = NULL;
+    pthread_mutex_unlock(&h->lock);
+    cs_coll_run_job(c, sl);
+    atomic_store_explicit(&sl->cpu, CS_CPU_DONE, memory_order_release);
+    pthread_mutex_lock(&h->lock);
+  }
+  pthread_mutex_unlock(&h->lock);
+  return NULL;
+}
+
+static int cs_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+strand_result_t cs_helpers_start(cs_comm_t *c) {
+  int64_t want = -1;
+  if (strand_param_get_int("STRAND_COLLNET_THREADS", &want) != STRAND_SUCCESS) want = -1;
+  int n = want >= 0 ? (int)want : cs_cpus() >= CS_HELPERS_MIN_CPUS ? CS_HELPERS_AUTO : 0;
+  if (n > CS_NSLOTS) n = CS_NSLOTS; /* a slot is the unit of work: more helpers would idle */
+  c->helpers = NULL;
+  if (n == 0) return STRAND_SUCCESS;
+  struct cs_helpers *h = calloc(1, sizeof *h + (size_t)n * sizeof(pthread_t));
+  if (!h) return STRAND_SYSTEM_ERROR;
+  pthread_mutex_init(&h->lock, NULL);
+  pthread_cond_init(&h->wake, NULL);
+  c->helpers = h;
+  for (int i = 0; i < n; i++) {
+    int err = pthread_create(&h->threads[i], NULL, cs_helper_main, c);
+    if (err) {
+      STRAND_WARN("collnet_stub connect(rank %d/%d): cannot start helper thread %d of %d (error %d); "
+                  "set STRAND_COLLNET_THREADS=0 to do the CPU work on NCCL's proxy thread",
+                  c->rank, c->nranks, i + 1, n, err);
+      cs_helpers_stop(c);
+      return STRAND_SYSTEM_ERROR;
+    }
+    pthread_setname_np(h->threads[i], "strand-cs-cpu");
+    h->n = i + 1;
+  }
+  return STRAND_SUCCESS;
+}
+
+void cs_helpers_stop(cs_comm_t *c) {
+  struct cs_helpers *h = c->helpers;
+  if (!h) return;
+  pthread_mutex_lock(&h->lock);
+  h->stop = true;
+  pthread_cond_broadcast(&h->wake);
+  pthread_mutex_unlock(&h->lock);
+  for (int i = 0; i < h->n; i++) pthread_join(h->threads[i], NULL);
+  pthread_cond_destroy(&h->wake);
+  pthread_mutex_destroy(&h->lock);
+  free(h);
+  c->helpers = NULL;
+}
+
+int cs_helpers_count(const cs_comm_t *c) { return c->helpers ? c->helpers->n : 0; }
+
+bool cs_helpers_submit(cs_comm_t *c, cs_slot_t *sl) {
+  struct cs_helpers *h = c->helpers;
+  if (!h) return false;
+  atomic_store_explicit(&sl->cpu, CS_CPU_BUSY, memory_order_relaxed);
+  sl->qnext = NULL;
+  pthread_mutex_lock(&h->lock);
+  if (h->tail)
+    h->tail->qnext = sl;
+  else
+    h->head = sl;
+  h->tail = sl;
+  pthread_cond_signal(&h->wake);
+  pthread_mutex_unlock(&h->lock);
+  return true;
+}
