@@ -8,12 +8,14 @@
  *   AG (all-gather): each rank sends its block to every peer and receives theirs.
  * iallreduce = RS then AG per chunk; ireducescatter = RS only; iallgather = AG only.
  *
- * Ordering. Every pair of ranks shares one net comm per direction, and nets deliver a comm's
- * messages in posting order, so all ranks must post their exchanges in the same order. Each
- * exchange gets a sequence number (a "turn") when its chunk takes a slot, chunks take slots in
- * issue order, and an exchange posts only when the comm's turn counter reaches it; it hands the
- * turn on once every send and receive was accepted. With two or more slots the AG of chunk k and
- * the RS of chunk k+1 are in flight together (the pipeline).
+ * Ordering. Every pair of ranks shares CS_LANES net comms per direction (lane 0: the first
+ * exchange of every chunk; lane 1: an all-reduce's all-gather), and nets deliver a comm's messages
+ * in posting order, so all ranks must post a lane's exchanges in the same order. Each exchange gets
+ * a sequence number in its lane (a "turn") when its chunk takes a slot, chunks take slots in issue
+ * order, and an exchange posts only when its lane's turn counter reaches it; it hands the turn on
+ * once every send and receive was accepted. With two lanes the reduce-scatters of chunks k+1,
+ * k+2, ... go out while chunk k is still being reduced, and the all-gathers follow as reductions
+ * finish (the pipeline); the CPU work of the chunks runs on helper threads (cs_cpu.c).
  *
  * Agreement. Ranks of a buggy application may call different collectives (count, datatype, op, kind
  * or window differ). NCCL itself then hangs, or one rank finishes with wrong data. Here every
@@ -70,6 +72,7 @@ typedef struct cs_req {
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
   size_t nchunks, next_chunk, chunks_done;
   size_t result_bytes;
+  double t_issued;
 } cs_req_t;
 
 /* ---- slots ---- */
@@ -170,7 +173,8 @@ static cs_req_t *cs_req_new(cs_comm_t *c, int kind, const char *call) {
 }
 
 static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
-  if (!c->inflight) c->stats.t_busy_since = strand_now_s();
+  r->t_issued = strand_now_s();
+  if (!c->inflight) c->stats.t_busy_since = r->t_issued;
   r->coll = c->ncoll++;
   if (c->tail)
     c->tail->next = r;
@@ -435,6 +439,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     sl->sreq[j] = sl->rreq[j] = NULL;
   }
   sl->phase = phase;
+  sl->lane = phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0;
   sl->all_posted = false;
   sl->t_post = 0;
 }
@@ -472,8 +477,8 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->req = r;
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
-  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq++;
-  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq++;
+  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[0]++;
+  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[r->kind == CS_ALLREDUCE ? 1 : 0]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
@@ -487,14 +492,15 @@ static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char
 
 /* Posts what the slot's exchange may post now; *changed when something was posted. */
 static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  if (sl->all_posted || c->turn != sl->seq[sl->phase]) return STRAND_SUCCESS;
+  if (sl->all_posted || c->turn[sl->lane] != sl->seq[sl->phase]) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
   bool all = true;
   if (!sl->t_post) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     if (!sl->sposted[j]) {
-      strand_result_t rc = n->isend(c->send[j], sl->sbuf[j], sl->slen[j], 0, c->send_mh[j], NULL, &sl->sreq[j]);
+      int i = j * CS_LANES + sl->lane;
+      strand_result_t rc = n->isend(c->send[i], sl->sbuf[j], sl->slen[j], 0, c->send_mh[i], NULL, &sl->sreq[j]);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
       sl->sposted[j] = sl->sreq[j] != NULL; /* NULL: the comm is full, retried next time */
       *changed |= sl->sposted[j];
@@ -503,7 +509,8 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
       void *buf = cs_msg(c, sl->recv, j);
       size_t sz = sl->rlen[j];
       int tag = 0;
-      strand_result_t rc = n->irecv(c->recv[j], 1, &buf, &sz, &tag, &c->recv_mh[j], NULL, &sl->rreq[j]);
+      int i = j * CS_LANES + sl->lane;
+      strand_result_t rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &c->recv_mh[i], NULL, &sl->rreq[j]);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
       sl->rposted[j] = sl->rreq[j] != NULL;
       *changed |= sl->rposted[j];
@@ -512,7 +519,7 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   }
   if (all) {
     sl->all_posted = true;
-    c->turn++;
+    c->turn[sl->lane]++;
     *changed = true;
   }
   return STRAND_SUCCESS;
@@ -764,6 +771,7 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   if (r->chunks_done < r->nchunks) return STRAND_SUCCESS;
   *done = 1;
   c->stats.colls++;
+  c->stats.t_coll += strand_now_s() - r->t_issued;
   if (size) *size = (int)r->result_bytes;
   cs_req_t **pp = &c->head, *prev = NULL;
   while (*pp != r) {
@@ -785,12 +793,15 @@ void cs_coll_report_stats(const cs_comm_t *c) {
   double pct = active > 0 ? 100.0 / active : 0;
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d closing: %llu collectives, %.1f MiB in %llu chunks of up to "
-              "%zu-byte blocks in %.3f s with collectives in flight (%.2f GB/s of user data); staging copies %.3f s (%.0f%%), "
-              "reductions %.3f s (%.0f%%), %llu exchanges of %.1f us each on average (first post to "
-              "complete; up to %d chunks in flight); %llu test() calls, %llu of them moved nothing",
+              "%zu-byte blocks in %.3f s with collectives in flight (%.2f GB/s of user data); %.2f "
+              "collectives in flight on average, %.1f us each from issue to done; CPU time in staging "
+              "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
+              "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
+              "%llu of them moved nothing",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
-              active > 0 ? (double)st->bytes / active / 1e9 : 0.0, st->t_copy, st->t_copy * pct,
+              active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
+              st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, CS_NSLOTS,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle);

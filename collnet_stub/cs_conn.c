@@ -28,7 +28,7 @@ static void cs_comm_free(cs_comm_t *c) {
   const strand_net_t *n = c->net;
   cs_helpers_stop(c); /* before anything they may be touching is freed */
   cs_coll_drop_all(c);
-  for (int j = 0; j < c->nranks; j++) {
+  for (int j = 0; j < c->nranks * CS_LANES; j++) {
     if (c->send) cs_close_net_comm(n, c->send[j], c->send_mh ? c->send_mh[j] : NULL, true);
     if (c->recv) cs_close_net_comm(n, c->recv[j], c->recv_mh ? c->recv_mh[j] : NULL, false);
   }
@@ -65,7 +65,7 @@ static size_t cs_block_bytes(int nranks) {
  * registers the staging arena on every comm of it. */
 static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles[]) {
   strand_mesh_spec_t spec = {.net = c->net, .net_ctx = l->ctx->net_ctx, .net_listen = l->net_listen,
-                             .dev = l->dev, .nranks = c->nranks, .rank = c->rank, .k = 1,
+                             .dev = l->dev, .nranks = c->nranks, .rank = c->rank, .k = CS_LANES,
                              .timeout_s = CS_CONNECT_TIMEOUT_S, .who = "collnet_stub connect"};
   strand_mesh_t m;
   strand_result_t rc = strand_mesh_form(&spec, handles, &m);
@@ -77,8 +77,10 @@ static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles
   c->recv = m.recv;
   for (int j = 0; j < c->nranks && rc == STRAND_SUCCESS; j++) {
     if (j == c->rank) continue;
-    rc = cs_register(c, c->send[j], &c->send_mh[j], "send", j);
-    if (rc == STRAND_SUCCESS) rc = cs_register(c, c->recv[j], &c->recv_mh[j], "receive", j);
+    for (int i = j * CS_LANES; i < (j + 1) * CS_LANES && rc == STRAND_SUCCESS; i++) {
+      rc = cs_register(c, c->send[i], &c->send_mh[i], "send", j);
+      if (rc == STRAND_SUCCESS) rc = cs_register(c, c->recv[i], &c->recv_mh[i], "receive", j);
+    }
   }
   return rc;
 }
@@ -108,10 +110,10 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   c->block = cs_block_bytes(nranks);
   c->stride = CS_HDR_BYTES + c->block;
   c->arena_bytes = (size_t)CS_NSLOTS * 2 * (size_t)nranks * c->stride;
-  c->send = calloc((size_t)nranks, sizeof(void *));
-  c->recv = calloc((size_t)nranks, sizeof(void *));
-  c->send_mh = calloc((size_t)nranks, sizeof(void *));
-  c->recv_mh = calloc((size_t)nranks, sizeof(void *));
+  c->send = calloc((size_t)nranks * CS_LANES, sizeof(void *));
+  c->recv = calloc((size_t)nranks * CS_LANES, sizeof(void *));
+  c->send_mh = calloc((size_t)nranks * CS_LANES, sizeof(void *));
+  c->recv_mh = calloc((size_t)nranks * CS_LANES, sizeof(void *));
   void *arena = NULL;
   strand_result_t rc = STRAND_SUCCESS;
   if (!c->send || !c->recv || !c->send_mh || !c->recv_mh ||

@@ -205,9 +205,18 @@ static strand_result_t mk_test(void *req, int *done, int *sizes) {
   pthread_mutex_unlock(&mk_lock);
   return rc;
 }
+static void mk_untrack_comm(mk_comm_t *c);
+/* A comm closed with requests still posted (a failed collective leaves some) takes them with it,
+ * as a real net cancels them: the peer must never copy into or out of the closer's freed buffers,
+ * and the request tracker must not keep their addresses (a later request at the same address
+ * would be counted against this freed comm). */
 static strand_result_t mk_close(void *comm) {
   mk_comm_t *c = comm;
   pthread_mutex_lock(&mk_lock);
+  mk_req_t **mine = c->is_send ? &c->pipe->sends : &c->pipe->recvs;
+  for (mk_req_t *r = *mine, *n; r; r = n) n = r->next, free(r);
+  *mine = NULL;
+  mk_untrack_comm(c);
   bool last = --c->pipe->refs == 0;
   pthread_mutex_unlock(&mk_lock);
   if (last) {
@@ -229,6 +238,10 @@ typedef struct {
   mk_comm_t *comm;
 } mk_track_t;
 static mk_track_t mk_tracks[4096];
+static void mk_untrack_comm(mk_comm_t *c) { /* under mk_lock */
+  for (int i = 0; i < 4096; i++)
+    if (mk_tracks[i].req && mk_tracks[i].comm == c) mk_tracks[i].req = NULL;
+}
 static strand_result_t mk_isend_t(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
   strand_result_t rc = mk_isend(sc, data, size, tag, mh, ph, req);
   if (rc == STRAND_SUCCESS && *req) {
