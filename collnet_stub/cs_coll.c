@@ -439,7 +439,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     sl->sreq[j] = sl->rreq[j] = NULL;
   }
   sl->phase = phase;
-  sl->lane = phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0;
+  sl->lane = 2 * sl->pair + (phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0);
   sl->all_posted = false;
   sl->t_post = 0;
 }
@@ -477,8 +477,10 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->req = r;
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
-  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[0]++;
-  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[r->kind == CS_ALLREDUCE ? 1 : 0]++;
+  sl->pair = (int)(c->chunks_assigned++ % CS_LANE_PAIRS);
+  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[2 * sl->pair]++;
+  if (r->kind != CS_REDUCESCATTER)
+    sl->seq[CS_PH_AG] = c->next_seq[2 * sl->pair + (r->kind == CS_ALLREDUCE ? 1 : 0)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
