@@ -305,6 +305,11 @@ strand_result_t conform_plugin_init(conform_ctx_t *c, void **ctx, uint64_t comm_
 strand_result_t conform_plugin_finalize(conform_ctx_t *c, void *ctx);
 /* Properties through the adapted table. */
 int conform_props(conform_ctx_t *c, int dev, strand_props_v12_t *p);
+/* GPU memory for checks that need it (rma.cuda-window, xfer.flush-gpu), through the SDK's dlopen'd
+ * driver (strand/cuda_driver.h): rank r uses GPU r where there are enough, else GPU 0, with its
+ * primary context current for the check's allocations and copies. NULL on success (*dev set; give
+ * the context back with strand_cuda()->devicePrimaryCtxRelease(*dev)), else why not, for a SKIP. */
+const char *conform_cuda_use_gpu(const conform_ctx_t *c, int *dev);
 /* Every net-table call a check body makes goes through a watcher (harness.c) that records results
  * outside ncclResult_t's range (§2.1) in a log the rank shares with all later check children of
  * the run; hostile.result-codes (the last check) reports what it holds. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "conform_internal.h"
+#include "strand/cuda_driver.h"
 
 /* ---------------------------------------------------------------- results */
 
@@ -626,6 +627,17 @@ void conform_link_close(conform_ctx_t *c, conform_link_t *l) {
     if (r != STRAND_SUCCESS) conform_fail(c, "closeListen returned %s", conform_result_str(r));
   }
   memset(l, 0, sizeof *l);
+}
+
+const char *conform_cuda_use_gpu(const conform_ctx_t *c, int *dev) {
+  const strand_cuda_t *cu = strand_cuda();
+  if (!cu) return "no usable CUDA driver in this process (libcuda.so.1): GPU memory needs a GPU machine";
+  strand_cu_ctx_t ctx = NULL;
+  if (cu->deviceGet(dev, c->rank) != STRAND_CU_SUCCESS && cu->deviceGet(dev, 0) != STRAND_CU_SUCCESS)
+    return "the CUDA driver loads but sees no GPU";
+  if (cu->devicePrimaryCtxRetain(&ctx, *dev) != STRAND_CU_SUCCESS || cu->ctxSetCurrent(ctx) != STRAND_CU_SUCCESS)
+    return "no CUDA context on the GPU";
+  return NULL;
 }
 
 int conform_ping(conform_ctx_t *c, conform_link_t *l, size_t bytes, uint64_t salt) {

@@ -1064,22 +1064,9 @@ out:
   cwin_down(c, x, &src);
 }
 
-/* The GPU this rank uses (rank r on GPU r where there are enough, else GPU 0), current for the
- * check's allocations and copies; NULL when the process has no usable CUDA. */
-static const char *cuda_window_setup(const conform_ctx_t *c, int *dev) {
-  const strand_cuda_t *cu = strand_cuda();
-  if (!cu) return "no usable CUDA driver in this process (libcuda.so.1): GPU windows need a GPU machine";
-  strand_cu_ctx_t ctx = NULL;
-  if (cu->deviceGet(dev, c->rank) != STRAND_CU_SUCCESS && cu->deviceGet(dev, 0) != STRAND_CU_SUCCESS)
-    return "the CUDA driver loads but sees no GPU";
-  if (cu->devicePrimaryCtxRetain(&ctx, *dev) != STRAND_CU_SUCCESS || cu->ctxSetCurrent(ctx) != STRAND_CU_SUCCESS)
-    return "no CUDA context on the GPU";
-  return NULL;
-}
-
 static conform_status_t rma_cuda_window(conform_ctx_t *c) {
   int dev = -1;
-  const char *why = cuda_window_setup(c, &dev);
+  const char *why = conform_cuda_use_gpu(c, &dev);
   if (why) return conform_skip(c, "%s", why);
   rs_t x;
   if (rs_init(c, &x) == 0) {

@@ -1,10 +1,12 @@
 /* strand-conform — xfer.*: message sizes, integrity and the isend/irecv/test contract as NCCL's
  * proxy uses it (spec §6.4-§6.8, §6.12). Every rank sends to its ring successor and receives from
  * its predecessor at the same time, so both directions of every connection are exercised. */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conform.h"
+#include "strand/cuda_driver.h"
 
 /* Registered, guarded send and receive buffers reused for many transfers. */
 typedef struct {
@@ -522,6 +524,208 @@ static conform_status_t xfer_iflush(conform_ctx_t *c) {
   return c->status;
 }
 
+/* ------------------------------------------------------------ xfer.flush-gpu (needs a GPU) */
+
+/* NCCL's rule for calling iflush (2.28 src/graph/paths.cc ncclTopoNeedFlush, used by the receive
+ * proxy in src/transport/net.cc): after a receive into GPU memory (GDR) completes with more than
+ * 0 bytes on the SIMPLE protocol, iflush is called when the plugin says forceFlush = 1, or
+ * NCCL_NET_FORCE_FLUSH is set, or the GPU's compute capability is below 9.0 (on 9.0+ also when
+ * the NIC is PCIe-near a GPU whose CPU link is C2C, which this check cannot see). The GPU reads
+ * the data once test() said done and, where iflush was called, once its request completed. */
+enum { FG_SLOT = 600 * 1024, FG_SLOTS = 4, FG_BIG = 512 * 1024 };
+
+typedef struct {
+  bool flush;      /* NCCL would call iflush here */
+  char why[200];   /* which rule decided it */
+} fg_rule_t;
+
+/* cuDeviceGetAttribute is not among the SDK loader's entry points: looked up in the same driver
+ * library the loader opened (RTLD_NOLOAD). Returns the major version, or -1 when unknown. */
+static int fg_cc_major(int dev, int *minor) {
+  enum { CC_MAJOR = 75, CC_MINOR = 76 }; /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/_MINOR */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return -1;
+  int (*get)(int *, int, int) = (int (*)(int *, int, int))dlsym(lib, "cuDeviceGetAttribute");
+  int major = -1;
+  if (!get || get(&major, CC_MAJOR, dev) != STRAND_CU_SUCCESS || get(minor, CC_MINOR, dev) != STRAND_CU_SUCCESS)
+    major = -1;
+  dlclose(lib);
+  return major;
+}
+
+static fg_rule_t fg_rule(const conform_ctx_t *c, const strand_props_v12_t *p, int dev) {
+  fg_rule_t r = {0};
+  const char *env = getenv("NCCL_NET_FORCE_FLUSH");
+  int minor = 0, major = fg_cc_major(dev, &minor);
+  /* before v9 the properties have no forceFlush: the core takes 0 */
+  const char *ff0 = c->version < 9 ? "no forceFlush before ABI v9, so NCCL takes 0" : "forceFlush 0";
+  if (p->forceFlush == 1) {
+    r.flush = true;
+    snprintf(r.why, sizeof r.why, "forceFlush 1");
+  } else if (env && atoi(env) != 0) {
+    r.flush = true;
+    snprintf(r.why, sizeof r.why, "NCCL_NET_FORCE_FLUSH=%s", env);
+  } else if (major >= 0 && major < 9) {
+    r.flush = true;
+    snprintf(r.why, sizeof r.why, "%s, a GPU of compute capability %d.%d (< 9.0)", ff0, major, minor);
+  } else {
+    snprintf(r.why, sizeof r.why, "%s, a GPU of compute capability %s%d.%d: NCCL does not call iflush, the "
+             "data must be visible when test() says done", ff0, major < 0 ? "(unknown, taken as) " : "",
+             major < 0 ? 9 : major, major < 0 ? 0 : minor);
+  }
+  return r;
+}
+
+typedef struct {
+  conform_link_t l;
+  conform_buf_t sb;       /* host send slots */
+  void *smh, *rmh;
+  strand_cu_devptr_t gpu; /* FG_SLOTS receive slots in GPU memory */
+  unsigned char *img;     /* host image of the GPU slots: guard bytes in, received bytes out */
+} fg_t;
+
+/* One receive of n slots into GPU memory (slot k: sizes[k] bytes, tag 7000 + 3k), filled with
+ * guard bytes first; after test() done, and iflush where NCCL calls it, the GPU's copy of every
+ * slot must be the sent bytes followed by untouched guard bytes. */
+static int fg_round(conform_ctx_t *c, fg_t *f, const fg_rule_t *rule, int n, const size_t *sizes, uint64_t salt) {
+  const strand_cuda_t *cu = strand_cuda();
+  size_t total = (size_t)FG_SLOT * FG_SLOTS;
+  memset(f->img, CONFORM_GUARD_BYTE, total);
+  if (cu->memcpyHtoDAsync(f->gpu, f->img, total, NULL) != STRAND_CU_SUCCESS ||
+      cu->streamSynchronize(NULL) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: cuMemcpyHtoD of guard bytes into the GPU receive buffer failed");
+    return -1;
+  }
+  void *data[FG_SLOTS], *mhs[FG_SLOTS], *reqs[FG_SLOTS + 1];
+  size_t psz[FG_SLOTS];
+  int tags[FG_SLOTS], *szp[FG_SLOTS + 1];
+  for (int k = 0; k < n; k++) {
+    data[k] = (void *)(uintptr_t)(f->gpu + (strand_cu_devptr_t)k * FG_SLOT);
+    psz[k] = FG_SLOT;
+    tags[k] = 7000 + 3 * k;
+    mhs[k] = f->rmh;
+  }
+  if (conform_irecv(c, f->l.recv_comm, n, data, psz, tags, mhs, &reqs[n])) return -1;
+  for (int k = 0; k < n; k++) {
+    unsigned char *s = f->sb.data + (size_t)k * FG_SLOT;
+    conform_fill(s, sizes[k], conform_seed(c->rank, c->next, salt + (uint64_t)k));
+    if (conform_isend(c, f->l.send_comm, s, sizes[k], tags[k], f->smh, &reqs[k])) return -1;
+    szp[k] = NULL;
+  }
+  int got[STRAND_PROXY_MAX_SUBS];
+  for (int k = 0; k < STRAND_PROXY_MAX_SUBS; k++) got[k] = 0; /* NCCL passes a zeroed int[64] */
+  szp[n] = got;
+  if (conform_wait_all(c, n + 1, reqs, szp, "isend / irecv into GPU memory")) return -1;
+  for (int k = 0; k < n; k++)
+    if (got[k] != (int)sizes[k]) {
+      conform_fail(c, "a receive into GPU memory (slot %d of %d) reported %d bytes, %zu were sent", k, n, got[k],
+                   sizes[k]);
+      return -1;
+    }
+  if (rule->flush) {
+    void *freq = NULL;
+    conform_phase(c, "iflush of %d receive(s) in GPU memory", n);
+    strand_result_t r = c->net->iflush(f->l.recv_comm, n, data, got, mhs, &freq);
+    if (r != STRAND_SUCCESS) {
+      conform_fail(c, "iflush of a completed receive into GPU memory returned %s (NCCL calls it here: %s)",
+                   conform_result_str(r), rule->why);
+      return -1;
+    }
+    if (freq && conform_wait(c, freq, NULL, "iflush request (GPU memory)")) return -1;
+  }
+  if (cu->memcpyDtoHAsync(f->img, f->gpu, total, NULL) != STRAND_CU_SUCCESS ||
+      cu->streamSynchronize(NULL) != STRAND_CU_SUCCESS) {
+    conform_fail(c, "strand-conform: cuMemcpyDtoH out of the GPU receive buffer failed");
+    return -1;
+  }
+  for (int k = 0; k < n; k++) {
+    const unsigned char *slot = f->img + (size_t)k * FG_SLOT;
+    long long bad = conform_verify(slot, sizes[k], conform_seed(c->prev, c->rank, salt + (uint64_t)k));
+    size_t at = 0;
+    if (bad < 0)
+      for (at = sizes[k]; at < FG_SLOT && slot[at] == CONFORM_GUARD_BYTE; at++) {}
+    if (bad >= 0 || at < FG_SLOT) {
+      size_t stale = 0; /* bytes the GPU still sees as before the receive */
+      for (size_t i = 0; i < sizes[k]; i++) stale += slot[i] == CONFORM_GUARD_BYTE;
+      const char *what = bad < 0 ? "a byte written past the message" :
+                         stale == sizes[k] ? "none of the received bytes (GPU memory as before the receive)" :
+                         "wrong bytes";
+      conform_fail(c, "%s, the GPU read %s at byte %lld of a %zu-byte receive (slot %d of %d) from rank %d; "
+                   "NCCL's kernel reads it then (%s)", rule->flush ?
+                   "after test() said the receive was done and its iflush request completed" :
+                   "after test() said the receive was done", what, bad >= 0 ? bad : (long long)at, sizes[k], k,
+                   n, c->prev, rule->why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void fg_body(conform_ctx_t *c, fg_t *f, const fg_rule_t *rule, int maxrecvs) {
+  const strand_cuda_t *cu = strand_cuda();
+  size_t total = (size_t)FG_SLOT * FG_SLOTS;
+  if (conform_buf_alloc(&f->sb, total, 0) || !(f->img = malloc(total))) {
+    conform_fail(c, "strand-conform: out of host memory");
+    return;
+  }
+  if (cu->memAlloc(&f->gpu, total) != STRAND_CU_SUCCESS) {
+    f->gpu = 0;
+    conform_fail(c, "strand-conform: cuMemAlloc of %zu bytes failed", total);
+    return;
+  }
+  if (conform_reg(c, f->l.send_comm, f->sb.data, total, STRAND_PTR_HOST, &f->smh)) return;
+  conform_phase(c, "regMr(%zu bytes of GPU memory, NCCL_PTR_CUDA) on the receive comm", total);
+  strand_result_t r = c->net->regMr(f->l.recv_comm, (void *)(uintptr_t)f->gpu, total, STRAND_PTR_CUDA, &f->rmh);
+  if (r != STRAND_SUCCESS) {
+    conform_fail(c, "regMr of GPU memory (NCCL_PTR_CUDA, which getProperties claims) on a receive comm "
+                 "returned %s", conform_result_str(r));
+    return;
+  }
+  /* One step's worth (NCCL's SIMPLE steps are 512 KiB by default) down to a byte, then a group. */
+  const size_t one[3] = {1, 4099, FG_BIG}, group[FG_SLOTS] = {FG_BIG, 3001, 65536, 17};
+  uint64_t salt = 9700;
+  for (int i = 0; i < 3; i++, salt += 8)
+    if (fg_round(c, f, rule, 1, &one[i], salt)) return;
+  int n = maxrecvs < FG_SLOTS ? maxrecvs : FG_SLOTS;
+  if (n > 1 && fg_round(c, f, rule, n, group, salt)) return;
+  conform_note(c, "receives of 1, 4099 and %d B%s into GPU memory (cuMemAlloc) read back by the GPU after "
+               "test()%s; %s", FG_BIG, n > 1 ? " and a group of them" : "", rule->flush ? " and iflush" : "",
+               rule->why);
+}
+
+static conform_status_t xfer_flush_gpu(conform_ctx_t *c) {
+  strand_props_v12_t p;
+  if (conform_props(c, 0, &p)) return CONFORM_FAIL;
+  if (!(p.ptrSupport & STRAND_PTR_CUDA))
+    return conform_skip(c, "ptrSupport 0x%x has no NCCL_PTR_CUDA: NCCL never receives into GPU memory through "
+                        "this plugin", (unsigned)p.ptrSupport);
+  if (p.netDeviceType == STRAND_DEV_UNPACK)
+    return conform_skip(c, "device 0 is NCCL_NET_DEVICE_UNPACK: the plugin receives into its bounce buffer and "
+                        "NCCL's kernel copies to GPU memory (the unpack.* checks)");
+  int dev = -1;
+  const char *why = conform_cuda_use_gpu(c, &dev);
+  if (why) return conform_skip(c, "%s", why);
+  fg_rule_t rule = fg_rule(c, &p, dev);
+  if (rule.flush && !c->net->iflush) {
+    strand_cuda()->devicePrimaryCtxRelease(dev);
+    return conform_fail(c, "iflush is NULL, but NCCL calls it after every receive into GPU memory here (%s)",
+                        rule.why);
+  }
+  fg_t f;
+  memset(&f, 0, sizeof f);
+  if (conform_link_open(c, 0, &f.l) == 0) {
+    if (conform_ping(c, &f.l, 100, 9690) == 0) fg_body(c, &f, &rule, p.maxRecvs);
+    if (f.rmh) conform_dereg(c, f.l.recv_comm, f.rmh);
+    if (f.smh) conform_dereg(c, f.l.send_comm, f.smh);
+    conform_link_close(c, &f.l);
+  }
+  if (f.gpu) strand_cuda()->memFree(f.gpu);
+  free(f.img);
+  conform_buf_free(&f.sb);
+  strand_cuda()->devicePrimaryCtxRelease(dev);
+  return conform_verdict(c);
+}
+
 const conform_check_t conform_checks_xfer[] = {
   {"xfer.zero-byte", "§6.4 (size may be 0)", "0-byte messages complete, size 0", xfer_zero_byte, 30, 0},
   {"xfer.one-byte", "§6.4", "1-byte messages arrive byte-exact", xfer_one_byte, 30, 0},
@@ -544,5 +748,8 @@ const conform_check_t conform_checks_xfer[] = {
   {"xfer.concurrent-comms", "§6.1", "four connections between the same ranks, no cross-talk",
    xfer_concurrent_comms, 30, 0},
   {"xfer.iflush", "§6.5, §6.8", "iflush returns NULL or a request test() completes", xfer_iflush, 30, 0},
+  {"xfer.flush-gpu", "§6.8, §2.6 forceFlush",
+   "receives into GPU memory visible to the GPU after test() and iflush where NCCL calls it (needs a GPU)",
+   xfer_flush_gpu, 30, 0},
   {0},
 };
