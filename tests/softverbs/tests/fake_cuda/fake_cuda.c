@@ -25,8 +25,17 @@ enum { OK = 0, INVALID_VALUE = 1, NOT_INITIALIZED = 3, INVALID_CONTEXT = 201,
 
 static int the_ctx_obj, the_stream_obj[64];
 static void *const the_ctx = &the_ctx_obj;
-static __thread void *current;
 static int initialised, primary_refs, nstreams;
+/* The calling thread's current context. A pthread key, not __thread: LeakSanitizer's scan of the
+ * dynamic TLS of dlopen'ed libraries crashes on some glibc versions. */
+static pthread_key_t current_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static void make_key(void) { pthread_key_create(&current_key, NULL); }
+static void *current_get(void)
+{
+  pthread_once(&key_once, make_key);
+  return pthread_getspecific(current_key);
+}
 
 #define MAX_ALLOCS 256
 static struct {
@@ -67,16 +76,17 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
   return OK;
 }
 
-EXPORT CUresult cuCtxGetCurrent(void **c) { *c = current; return OK; }
+EXPORT CUresult cuCtxGetCurrent(void **c) { *c = current_get(); return OK; }
 EXPORT CUresult cuCtxSetCurrent(void *c)
 {
   if (c && c != the_ctx) return INVALID_CONTEXT;
-  current = c;
+  pthread_once(&key_once, make_key);
+  pthread_setspecific(current_key, c);
   return OK;
 }
 EXPORT CUresult cuCtxGetDevice(int *d)
 {
-  if (!current) return INVALID_CONTEXT;
+  if (!current_get()) return INVALID_CONTEXT;
   *d = 0;
   return OK;
 }
@@ -103,7 +113,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev)
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t n)
 {
-  if (!current) return INVALID_CONTEXT;
+  if (!current_get()) return INVALID_CONTEXT;
   if (!n) return INVALID_VALUE;
   int fd = memfd_create("fake-cuda-device-memory", MFD_CLOEXEC);
   if (fd < 0 || ftruncate(fd, (off_t)n) != 0) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
@@ -168,7 +178,7 @@ static int stream_ok(void *s)
 /* The shadow of device range [d, d + n) for a copy; NULL when the copy is not allowed. */
 static uint8_t *shadow_of(CUdeviceptr d, size_t n, void *s, CUresult *why)
 {
-  if (current != the_ctx) {
+  if (current_get() != the_ctx) {
     *why = INVALID_CONTEXT;
     return NULL;
   }
@@ -214,7 +224,7 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr src, size_t n, v
 EXPORT CUresult cuStreamCreate(void **s, unsigned flags)
 {
   (void)flags;
-  if (!current) return INVALID_CONTEXT;
+  if (!current_get()) return INVALID_CONTEXT;
   int i = __atomic_fetch_add(&nstreams, 1, __ATOMIC_RELAXED);
   if (i >= 64) return NOT_SUPPORTED;
   *s = &the_stream_obj[i];
