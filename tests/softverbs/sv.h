@@ -265,7 +265,8 @@ void *sv_gpu_range_ctx(uint64_t addr, uint64_t len); /* its CUDA context if all 
 bool sv_gpu_is_dmabuf(int fd);
 int sv_gpu_to_host(void *ctx, void *dst, const void *gpu_src, size_t n);  /* 0 or -1 (logged) */
 int sv_gpu_to_device(void *ctx, void *gpu_dst, const void *src, size_t n);
-int sv_gpu_copy_in(void *dst, const void *src, size_t n); /* src host or GPU memory */
+/* Copies inline data (lkey optional) from host or GPU memory; under c->lock. 0 or -1. */
+int sv_gpu_copy_in(sv_context_t *c, uint32_t lkey, void *dst, const void *src, size_t n);
 void *sv_gpu_bounce(uint8_t **buf, size_t *cap, size_t need); /* grows *buf; NULL: no memory */
 /* A WR with SGEs in GPU regions: its iovecs become one host bounce buffer of len bytes, gathered
  * now from the SGEs when `gather` (SEND, WRITE) or scattered to them later with

@@ -116,9 +116,15 @@ int sv_gpu_to_device(void *ctx, void *gpu_dst, const void *src, size_t n)
   return gpu_copy(ctx, gpu_dst, src, n, true);
 }
 
-int sv_gpu_copy_in(void *dst, const void *src, size_t n)
+int sv_gpu_copy_in(sv_context_t *c, uint32_t lkey, void *dst, const void *src, size_t n)
 {
-  void *ctx = sv_gpu_range_ctx((uint64_t)(uintptr_t)src, n);
+  /* Inline data needs no lkey, but when it names the region holding the bytes, the region says
+   * where they are (cheap); otherwise the driver is asked about the address. */
+  uint64_t a = (uint64_t)(uintptr_t)src;
+  sv_mr_t *m = sv_mr_lookup(c, lkey);
+  void *ctx = m && a >= m->iova && n <= m->mr.length && a - m->iova <= m->mr.length - n
+                  ? m->gpu_ctx
+                  : sv_gpu_range_ctx(a, n);
   if (!ctx) {
     memcpy(dst, src, n);
     return 0;

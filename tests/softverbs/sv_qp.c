@@ -433,7 +433,8 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
         if (wr->sg_list[i].length && !c->ngpu_mrs)
           memcpy(w->inline_buf + off, src, wr->sg_list[i].length);
         else if (wr->sg_list[i].length &&
-                 sv_gpu_copy_in(w->inline_buf + off, src, wr->sg_list[i].length) != 0)
+                 sv_gpu_copy_in(c, wr->sg_list[i].lkey, w->inline_buf + off, src,
+                                wr->sg_list[i].length) != 0)
           w->local_err = IBV_WC_LOC_PROT_ERR; /* GPU memory that could not be read */
         off += wr->sg_list[i].length;
       }

@@ -202,6 +202,15 @@ int main(void)
   if (expect(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 7, NULL)) return 1;
   memcpy(want + (4u << 20), ha + 12345, 200);
   if (same(gb, want, LEN, "inline SEND from GPU memory")) return 1;
+  /* inline data needs no lkey: without one the address alone must say it is GPU memory */
+  CHECK(svt_post_recv(b.qp, 13, (void *)(uintptr_t)(gb + (4u << 20) + 256), 256, mb->lkey) == 0,
+        "post recv");
+  CHECK(svt_post_rdma(a.qp, IBV_WR_SEND, 9, (void *)(uintptr_t)(ga + 54321), 100, 0, 0, 0, 0,
+                      IBV_SEND_SIGNALED | IBV_SEND_INLINE) == 0, "post inline send, no lkey");
+  if (expect(b.cq, IBV_WC_SUCCESS, IBV_WC_RECV, 13, &wc)) return 1;
+  if (expect(a.cq, IBV_WC_SUCCESS, IBV_WC_SEND, 9, NULL)) return 1;
+  memcpy(want + (4u << 20) + 256, ha + 54321, 100);
+  if (same(gb, want, LEN, "inline SEND from GPU memory without an lkey")) return 1;
 
   /* 6. Out of bounds of a GPU region: refused, nothing written. */
   CHECK(svt_post_rdma(a.qp, IBV_WR_RDMA_WRITE, 8, (void *)(uintptr_t)ga, 4096, ma->lkey,
