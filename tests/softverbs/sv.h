@@ -277,6 +277,7 @@ enum ibv_wc_status sv_gpu_stage_wr(sv_context_t *c, const struct ibv_sge *sg, in
                                    sv_gpu_stage_t **stage, bool gather);
 bool sv_gpu_stage_active(const sv_gpu_stage_t *s);
 void sv_gpu_stage_reset(sv_gpu_stage_t *s); /* a new WR in the slot: host memory until staged */
+void sv_gpu_stage_done(sv_gpu_stage_t *s);  /* its WR completed: large bounce buffers go */
 int sv_gpu_stage_scatter(const sv_gpu_stage_t *s, uint64_t len);
 void sv_gpu_stage_free(sv_gpu_stage_t *s);
 

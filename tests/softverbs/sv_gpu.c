@@ -204,6 +204,21 @@ bool sv_gpu_stage_active(const sv_gpu_stage_t *s) { return s && s->active; }
 
 void sv_gpu_stage_reset(sv_gpu_stage_t *s) { s->active = false; }
 
+/* Bounce buffers up to this size stay with their WR slot for the next WR; larger ones are freed
+ * when their WR completes, so that a send queue of large GPU messages does not keep a large
+ * buffer per slot for good (send queues are thousands of WRs deep). */
+#define SV_GPU_KEEP (256u << 10)
+
+void sv_gpu_stage_done(sv_gpu_stage_t *s)
+{
+  s->active = false;
+  if (s->cap > SV_GPU_KEEP) {
+    free(s->buf);
+    s->buf = NULL;
+    s->cap = 0;
+  }
+}
+
 void sv_gpu_stage_free(sv_gpu_stage_t *s)
 {
   if (!s) return;

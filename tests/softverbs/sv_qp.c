@@ -319,6 +319,7 @@ void sv_qp_complete_send(sv_qp_t *qp, uint64_t seq, enum ibv_wc_status status)
     if (status == IBV_WC_SUCCESS && (w->op == IBV_WR_RDMA_READ)) wc.byte_len = (uint32_t)w->len;
     sv_cq_push(sv_cq(qp->qp.send_cq), &wc);
   }
+  if (w->gpu) sv_gpu_stage_done(w->gpu);
   if (seq == qp->sq_head) qp->sq_head++;
   if (qp->sq_tx < qp->sq_head) {
     qp->sq_tx = qp->sq_head;
