@@ -295,8 +295,10 @@ case "$mode" in
     sv_dir=${E2E_SOFTVERBS_DIR:-$root/.e2e-carry-softverbs}
     [[ -f $sv_dir/libibverbs.so.1 ]] || { echo "no softverbs libibverbs.so.1 in $sv_dir (tests/e2e/carry_softverbs.sh)" >&2; exit 1; }
     ib_dir=$sv_dir; [[ -f $build/net_ib/libnccl-net-strand-ib.so ]] && ib_dir=$build/net_ib
+    # NCCL skips the flush of GPU receives on Hopper and later (compute capability >= 9.0):
+    # NCCL_NET_FORCE_FLUSH=1 makes it call strand-ib's iflush (an RDMA read of GPU memory) anyway.
     gdr=${E2E_IB_GDR:-1}
-    gdr_env="NCCL_NET_GDR_LEVEL=SYS"; (( gdr )) || gdr_env="NCCL_NET_GDR_LEVEL=LOC"
+    gdr_env="NCCL_NET_GDR_LEVEL=SYS NCCL_NET_FORCE_FLUSH=1"; (( gdr )) || gdr_env="NCCL_NET_GDR_LEVEL=LOC"
     ib_env="NCCL_NET_PLUGIN=strand-ib NCCL_IB_HCA=sv SOFTVERBS_NDEVS=1 $gdr_env LD_LIBRARY_PATH=$sv_dir:$ib_dir:${LD_LIBRARY_PATH:-}"
     echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ib over softverbs ($gdr_env), $nranks ranks"
     rc=0
