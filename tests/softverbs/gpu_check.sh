@@ -7,10 +7,14 @@
 #   2. strand-conform against strand-ib over softverbs, the checks that use CUDA memory:
 #      reg.cuda and reg.dmabuf (strand-ib must claim NCCL_PTR_CUDA and NCCL_PTR_DMABUF here),
 #      xfer.iflush, rma.cuda-window, and the rest of reg.* beside them.
+#   3. with --nccl: real NCCL through strand-ib over softverbs with GPUDirect
+#      (tests/e2e/run_e2e.sh ib-check: correct results and `via NET/strand-ib/0/GDRDMA`).
 # Exit 0 = all passed; 1 = a failure (printed); 2 = missing pieces.
-#   tests/softverbs/gpu_check.sh [CARRY_DIR]   (default .e2e-carry-softverbs)
+#   tests/softverbs/gpu_check.sh [--nccl] [CARRY_DIR]   (default .e2e-carry-softverbs)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+nccl=0
+if [[ ${1:-} == --nccl ]]; then nccl=1; shift; fi
 dir=$(cd "${1:-$root/.e2e-carry-softverbs}" 2>/dev/null && pwd) || {
   echo "no carry directory ${1:-$root/.e2e-carry-softverbs} (run tests/e2e/carry_softverbs.sh where it builds)" >&2
   exit 2
@@ -19,6 +23,7 @@ for f in libibverbs.so.1 libnccl-net-strand-ib.so sv_gpu_test strand-conform; do
   [[ -e $dir/$f ]] || { echo "$dir/$f missing (tests/e2e/carry_softverbs.sh copies it from a build with tests on)" >&2; exit 2; }
 done
 nvidia-smi -L 2>/dev/null | head -2
+orig_ld=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SOFTVERBS_NDEVS=1 NCCL_IB_HCA=sv STRAND_IB_CONNECT_TIMEOUT_MS=3000
 rc=0
@@ -49,5 +54,11 @@ esac
 for id in xfer.iflush rma.cuda-window; do
   [[ $(row "$id") == PASS ]] || { echo "FAIL: $id did not pass"; rc=1; }
 done
+if (( nccl )); then
+  echo "== 3. real NCCL through strand-ib over softverbs with GPUDirect (run_e2e.sh ib-check)"
+  # run_e2e.sh sets the softverbs variables per launch itself (its reference run must not get them)
+  env -u SOFTVERBS_NDEVS -u NCCL_IB_HCA -u STRAND_IB_CONNECT_TIMEOUT_MS LD_LIBRARY_PATH="$orig_ld" \
+    E2E_SOFTVERBS_DIR="$dir" "$root/tests/e2e/run_e2e.sh" ib-check || { echo "FAIL: run_e2e.sh ib-check"; rc=1; }
+fi
 (( rc == 0 )) && echo "PASS: GPU memory through softverbs and strand-ib"
 exit $rc
