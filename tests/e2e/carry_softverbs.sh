@@ -25,10 +25,13 @@ cp "$out/libstrand-softverbs.so" "$out/libibverbs.so.1"  # copies, not links: th
 cp "$out/libstrand-softverbs.so" "$out/libibverbs.so"
 cp -L "$ib" "$out/"
 # For tests/softverbs/gpu_check.sh (GPU memory through softverbs and strand-ib), when built: the
-# softverbs GPU test, strand-conform, and the CUDA runtime strand-conform was linked with.
+# softverbs GPU and stress tests, strand-conform, and the CUDA runtime strand-conform was linked
+# with.
 gpu_test=$b/tests/softverbs/tests/sv_gpu_test conform=$b/tests/conform/strand-conform
 if [[ -f $gpu_test && -f $conform ]]; then
   cp -L "$gpu_test" "$conform" "$out/"
+  stress=$b/tests/softverbs/tests/sv_stress_test
+  [[ -f $stress ]] && cp -L "$stress" "$out/"
   cudart=$(ldd "$conform" | awk '/libcudart/ {print $3}')
   [[ -n $cudart ]] && cp -L "$cudart" "$out/"
 else

@@ -3,7 +3,8 @@
 # 77). Uses the binaries tests/e2e/carry_softverbs.sh copied from a build with tests on (the GPU
 # machines have no rdma-core headers, so softverbs and strand-ib do not build there):
 #   1. sv_gpu_test: softverbs regions in CUDA device memory (one from its dma-buf), every
-#      operation checked byte for byte (tests/softverbs/tests/sv_gpu_test.c);
+#      operation checked byte for byte (tests/softverbs/tests/sv_gpu_test.c), then sv_stress_test
+#      with its target region in GPU memory (RC order through the GPU staging);
 #   2. strand-conform against strand-ib over softverbs, the checks that use CUDA memory:
 #      reg.cuda and reg.dmabuf (strand-ib must claim NCCL_PTR_CUDA and NCCL_PTR_DMABUF here),
 #      xfer.iflush, rma.cuda-window, and the rest of reg.* beside them.
@@ -33,6 +34,11 @@ timeout 120 "$dir/sv_gpu_test"
 r=$?
 if (( r == 77 )); then echo "FAIL: sv_gpu_test found no usable GPU (this script is for GPU machines)"; rc=1
 elif (( r != 0 )); then echo "FAIL: sv_gpu_test exited $r"; rc=1; fi
+
+if [[ -x $dir/sv_stress_test ]]; then
+  echo "== 1b. softverbs randomized order check with the target region in GPU memory"
+  SV_STRESS_GPU=1 timeout 180 "$dir/sv_stress_test" 3000 || { echo "FAIL: sv_stress_test (SV_STRESS_GPU=1)"; rc=1; }
+fi
 
 echo "== 2. strand-conform: strand-ib over softverbs, the CUDA-memory checks"
 out=$(timeout 300 "$dir/strand-conform" run --quick --only 'reg.*,xfer.iflush,rma.cuda-window' \
