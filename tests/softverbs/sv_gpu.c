@@ -15,8 +15,6 @@
  * application's blocking streams, and an NCCL kernel waiting for this very data would then never
  * finish. The caller's current context is restored after each copy (posts run on the
  * application's threads). */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
