@@ -42,12 +42,10 @@ static const int sv_known_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WR
                                    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
                                    IBV_ACCESS_RELAXED_ORDERING;
 
-static struct ibv_mr *mr_add(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                             unsigned int access, void *gpu_ctx);
-
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                           uint64_t iova, unsigned int access)
 {
+  sv_context_t *c = sv_ctx(pd->context);
   /* As the kernel: remote write or atomic access needs local write; unknown bits are refused. */
   if ((access & ~(unsigned)sv_known_access) ||
       ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -70,14 +68,7 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
     return NULL;
   }
   /* A CUDA pointer registers as nvidia-peermem lets a NIC register it: the region is GPU memory. */
-  return mr_add(pd, addr, length, iova, access, sv_gpu_range_ctx((uintptr_t)addr, length));
-}
-
-/* Enters a checked region; gpu_ctx is the CUDA context of a region in GPU memory (else NULL). */
-static struct ibv_mr *mr_add(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                             unsigned int access, void *gpu_ctx)
-{
-  sv_context_t *c = sv_ctx(pd->context);
+  void *gpu_ctx = sv_gpu_range_ctx((uintptr_t)addr, length);
   sv_mr_t *m = calloc(1, sizeof(*m));
   if (!m) {
     errno = ENOMEM;
