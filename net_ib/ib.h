@@ -112,6 +112,8 @@ typedef struct ib_hca {
   pthread_t async_thread;
   bool async_running;
   atomic_bool async_stop;
+  bool gpu_probed;           /* ib_gpu.c: gpu_ptr_support is known */
+  int gpu_ptr_support;       /* STRAND_PTR_CUDA / STRAND_PTR_DMABUF this HCA can register */
 } ib_hca_t;
 
 typedef struct ib_dev {
@@ -248,6 +250,11 @@ void ib_comms_fail_hca(ib_hca_t *hca, const char *what);
 /* Connects the loopback flush QP of a recv comm (lazy; ib_xfer.c). */
 strand_result_t ib_flush_qp_open(ib_comm_t *c);
 
+/* ---- GPU memory (ib_gpu.c) ---- */
+/* STRAND_PTR_CUDA | STRAND_PTR_DMABUF as this HCA can register GPU memory (0: host only); probed
+ * once per HCA, the way NCCL's own IB transport decides. */
+int ib_hca_gpu_ptr_support(ib_hca_t *h);
+
 /* ---- registration (ib_mr.c) ---- */
 struct ib_mr_entry {
   ib_hca_t *hca;
@@ -256,9 +263,11 @@ struct ib_mr_entry {
   int refs;
   struct ibv_mr *mr;
   bool dmabuf;
+  bool gpu;                  /* GPU memory (regMr of NCCL_PTR_CUDA, or a dmabuf) */
   ib_mr_entry_t *next;
 };
 typedef struct ib_mh {
+  bool gpu;                  /* GPU memory: receives into it are flushed (iflush) */
   int nrails;
   ib_mr_entry_t *e[IB_MAX_RAILS]; /* registration on rail r's HCA */
 } ib_mh_t;

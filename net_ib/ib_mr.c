@@ -32,14 +32,14 @@ static void entry_put(ib_mr_entry_t *e) {
 }
 
 static ib_mr_entry_t *entry_get(ib_hca_t *h, void *data, size_t size, int dmabuf_fd,
-                                uint64_t offset) {
+                                uint64_t offset, bool gpu) {
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t base = (uintptr_t)data & ~(page - 1);
   uintptr_t end = ((uintptr_t)data + (size ? size : 1) + page - 1) & ~(page - 1);
   pthread_mutex_lock(&h->mr_lock);
   if (dmabuf_fd < 0) {
     for (ib_mr_entry_t *e = h->mrs; e; e = e->next)
-      if (!e->dmabuf && e->base <= base && end <= e->base + e->len) {
+      if (!e->dmabuf && e->gpu == gpu && e->base <= base && end <= e->base + e->len) {
         e->refs++;
         pthread_mutex_unlock(&h->mr_lock);
         return e;
@@ -52,6 +52,7 @@ static ib_mr_entry_t *entry_get(ib_hca_t *h, void *data, size_t size, int dmabuf
   }
   e->hca = h;
   e->refs = 1;
+  e->gpu = gpu;
   if (dmabuf_fd >= 0) {
     e->dmabuf = true;
     e->base = (uintptr_t)data;
@@ -79,12 +80,13 @@ static ib_mr_entry_t *entry_get(ib_hca_t *h, void *data, size_t size, int dmabuf
 }
 
 static strand_result_t reg(ib_comm_t *c, void *data, size_t size, int fd, uint64_t offset,
-                           void **mhandle) {
+                           bool gpu, void **mhandle) {
   ib_mh_t *mh = calloc(1, sizeof *mh);
   if (!mh) return STRAND_SYSTEM_ERROR;
+  mh->gpu = gpu;
   for (int r = 0; r < c->nrails; r++) {
     ib_hca_t *h = c->rails[r].dev->hca;
-    mh->e[r] = entry_get(h, data, size, fd, offset);
+    mh->e[r] = entry_get(h, data, size, fd, offset, gpu);
     if (!mh->e[r]) {
       int err = errno;
       if (fd >= 0)
@@ -92,9 +94,10 @@ static strand_result_t reg(ib_comm_t *c, void *data, size_t size, int fd, uint64
                     ibv.reg_dmabuf_mr ? ": the device or kernel cannot map this dmabuf"
                                       : ": libibverbs has no ibv_reg_dmabuf_mr (rdma-core < 34)");
       else
-        STRAND_WARN("regMr of %zu bytes at %p on %s failed (%s): check `ulimit -l` (locked "
-                    "memory) and that the buffer is mapped",
-                    size, data, h->name, strerror(err));
+        STRAND_WARN("regMr of %zu bytes of %s memory at %p on %s failed (%s): %s", size,
+                    gpu ? "GPU" : "host", data, h->name, strerror(err),
+                    gpu ? "is nvidia-peermem loaded, and is the buffer CUDA device memory?"
+                        : "check `ulimit -l` (locked memory) and that the buffer is mapped");
       for (int k = 0; k < r; k++) entry_put(mh->e[k]);
       free(mh);
       return STRAND_SYSTEM_ERROR;
@@ -113,22 +116,27 @@ static strand_result_t reg(ib_comm_t *c, void *data, size_t size, int fd, uint64
 strand_result_t ib_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
   if (!comm || !mhandle) return STRAND_INVALID_ARGUMENT;
   *mhandle = NULL;
-  if (type != STRAND_PTR_HOST) {
-    STRAND_WARN("regMr: pointer type %d not supported (strand-ib offers host memory only here: "
-                "no GPU registration works on this host)",
+  ib_comm_t *c = comm;
+  bool cuda_ok = type == STRAND_PTR_CUDA && c->nrails > 0;
+  for (int r = 0; cuda_ok && r < c->nrails; r++)
+    cuda_ok = ib_hca_gpu_ptr_support(c->rails[r].dev->hca) & STRAND_PTR_CUDA;
+  if (type != STRAND_PTR_HOST && !cuda_ok) {
+    STRAND_WARN("regMr: pointer type %d not supported here (getProperties' ptrSupport says which "
+                "memory this device can register: NCCL_PTR_CUDA needs nvidia-peermem or a "
+                "provider that reaches GPU memory)",
                 type);
     return STRAND_INVALID_ARGUMENT;
   }
   if (!data && size > 0) return STRAND_INVALID_ARGUMENT;
-  return reg(comm, data, size, -1, 0, mhandle);
+  return reg(comm, data, size, -1, 0, type == STRAND_PTR_CUDA, mhandle);
 }
 
 strand_result_t ib_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
                                  int fd, void **mhandle) {
-  (void)type;
+  (void)type; /* a dma-buf is device memory whatever the core calls it */
   if (!comm || !mhandle || fd < 0) return STRAND_INVALID_ARGUMENT;
   *mhandle = NULL;
-  return reg(comm, data, size, fd, offset, mhandle);
+  return reg(comm, data, size, fd, offset, true, mhandle);
 }
 
 strand_result_t ib_dereg_mr(void *comm, void *mhandle) {

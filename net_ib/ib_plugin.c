@@ -76,10 +76,11 @@ static strand_result_t ib_get_properties(int dev, strand_props_t *props) {
   props->name = d->name;
   props->pciPath = first->hca->pci_path;
   props->guid = d->guid;
-  /* HOST only: GPU memory registration (CUDA, DMABUF) needs nvidia-peermem / a dmabuf-capable
-   * HCA, and is advertised only where a registration of GPU memory really works — never on a
-   * host without a GPU, nor on softverbs. */
-  props->ptrSupport = STRAND_PTR_HOST;
+  /* GPU memory (CUDA, DMABUF) only where every rail's HCA can really register it (ib_gpu.c:
+   * nvidia-peermem or a working registration, a dma-buf-capable provider); host memory always. */
+  int gpu = STRAND_PTR_CUDA | STRAND_PTR_DMABUF;
+  for (int i = 0; i < d->nrails; i++) gpu &= ib_hca_gpu_ptr_support(ib_dev_get(d->rails[i])->hca);
+  props->ptrSupport = STRAND_PTR_HOST | gpu;
   /* Registrations belong to the HCAs of the comm they were made on (a virtual device spans
    * several): the core must register per comm. */
   props->regIsGlobal = 0;

@@ -457,16 +457,18 @@ strand_result_t ib_iflush(void *recvComm, int n, void **data, int *sizes, void *
   if (!c || !request || c->kind != IB_COMM_RECV || n < 0 || n > IB_MAX_RECVS)
     return STRAND_INVALID_ARGUMENT;
   *request = NULL;
-  /* Host memory is coherent once the write-with-immediate completed: nothing to flush. The read
-   * is for GPU memory written by the NIC (GPUDirect), which this plugin does not advertise; the
-   * knob exercises the path. */
-  if (!ib_params.force_flush) return STRAND_SUCCESS;
-  int failed = atomic_load(&c->failed);
-  if (failed) return (strand_result_t)failed;
+  /* Host memory is coherent once the write-with-immediate completed: nothing to flush. GPU memory
+   * written by the NIC (GPUDirect) is not, for the GPU, until a read through the same path has
+   * pushed the writes out (PCIe orders the read behind them): one RDMA READ of the last buffer
+   * into host memory. STRAND_IB_FORCE_FLUSH reads for host buffers too (tests the path). */
   int last = -1;
   for (int i = 0; i < n; i++)
-    if (sizes && sizes[i] > 0 && data && data[i] && mhandles && mhandles[i]) last = i;
+    if (sizes && sizes[i] > 0 && data && data[i] && mhandles && mhandles[i] &&
+        (ib_params.force_flush || ((ib_mh_t *)mhandles[i])->gpu))
+      last = i;
   if (last < 0) return STRAND_SUCCESS;
+  int failed = atomic_load(&c->failed);
+  if (failed) return (strand_result_t)failed;
   if (!c->flush_qp && ib_flush_qp_open(c) != STRAND_SUCCESS) {
     ib_comm_fail(c, STRAND_SYSTEM_ERROR, "could not connect the loopback QP that iflush reads "
                                          "through");

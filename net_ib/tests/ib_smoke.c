@@ -28,6 +28,7 @@
 #include "plugin_test.h"
 #include "strand/profiler.h"
 #include "strand/abi/abi.h"
+#include "strand/cuda_driver.h"
 
 #define SMOKE_TIMEOUT_S 20
 #define FAULT_BOUND_S 10.0
@@ -154,6 +155,8 @@ static int case_props(void) {
     PT_CHECK(net->getProperties(d, &p) == STRAND_SUCCESS, "getProperties(%d)", d);
     PT_CHECK(p.name && strchr(p.name, ':'), "device %d name '%s' is not dev:port", d,
              p.name ? p.name : "(null)");
+    /* softverbs without a CUDA driver (CI): its dma-buf probe says EOPNOTSUPP and no device
+     * memory exists to register, so GPU memory must not be claimed (ib_gpu.c). */
     PT_CHECK(p.ptrSupport == STRAND_PTR_HOST, "ptrSupport %#x: only HOST on this host",
              p.ptrSupport);
     PT_CHECK(p.maxRecvs == 8, "maxRecvs %d", p.maxRecvs);
@@ -173,6 +176,9 @@ static int transfer_on(int dev) {
   if (pair_open(&p, dev, max, max + 64)) return -1;
   void *sc = p.sc, *rc = p.rc, *smh = p.smh, *rmh = p.rmh;
   char *sb = p.sb, *rb = p.rb;
+  void *cmh = (void *)1;
+  PT_CHECK(net->regMr(rc, rb, 4096, STRAND_PTR_CUDA, &cmh) == STRAND_INVALID_ARGUMENT && !cmh,
+           "regMr(NCCL_PTR_CUDA) on a host-only device is refused with a NULL handle");
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     size_t n = sizes[k];
     pt_fill(sb, n, (unsigned)k + 7);
@@ -318,6 +324,77 @@ static int case_flush(void) {
     PT_CHECK(pt_verify(rb, 65536, 40u + (unsigned)round) < 0, "data");
   }
   return pair_close(&p);
+}
+
+/* GPUDirect over softverbs with a CUDA driver (CI: the fake libcuda.so.1 of
+ * tests/softverbs/tests/fake_cuda, whose device memory the CPU cannot touch): strand-ib claims
+ * NCCL_PTR_CUDA and NCCL_PTR_DMABUF, registers a device buffer both ways (regMr of
+ * NCCL_PTR_CUDA, regMrDmaBuf), moves data GPU -> GPU and host -> GPU byte-exact, and flushes a
+ * receive into GPU memory with a read (a request, not "nothing to flush"). */
+static int case_gpu(void) {
+  const strand_cuda_t *cu = strand_cuda();
+  PT_CHECK(cu, "no usable CUDA driver (this case runs over tests/softverbs/tests/fake_cuda in CI)");
+  strand_props_v11_t pr;
+  PT_CHECK(net->getProperties(0, &pr) == STRAND_SUCCESS, "getProperties");
+  PT_CHECK(pr.ptrSupport == (STRAND_PTR_HOST | STRAND_PTR_CUDA | STRAND_PTR_DMABUF),
+           "ptrSupport %#x: softverbs with a CUDA driver reaches GPU memory both ways",
+           pr.ptrSupport);
+  int dev = -1;
+  strand_cu_ctx_t ctx = NULL;
+  PT_CHECK(cu->deviceGet(&dev, 0) == 0 && cu->devicePrimaryCtxRetain(&ctx, dev) == 0 &&
+               cu->ctxSetCurrent(ctx) == 0, "CUDA context");
+  const size_t len = 1 << 20;
+  strand_cu_devptr_t gs = 0, gr = 0;
+  PT_CHECK(cu->memAlloc(&gs, len) == 0 && cu->memAlloc(&gr, len) == 0, "cuMemAlloc");
+  void *sc, *rc;
+  if (connect_pair_dev(0, &sc, &rc)) return -1;
+  void *smh = NULL, *rmh = NULL, *hmh = NULL;
+  PT_CHECK(net->regMr(sc, (void *)(uintptr_t)gs, len, STRAND_PTR_CUDA, &smh) == STRAND_SUCCESS,
+           "regMr(NCCL_PTR_CUDA)");
+  int fd = -1;
+  PT_CHECK(cu->memGetHandleForAddressRange &&
+               cu->memGetHandleForAddressRange(&fd, gr, len,
+                                               STRAND_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) == 0,
+           "dma-buf of the receive buffer");
+  PT_CHECK(net->regMrDmaBuf(rc, (void *)(uintptr_t)gr, len, STRAND_PTR_CUDA, 0, fd, &rmh) ==
+               STRAND_SUCCESS, "regMrDmaBuf");
+  close(fd); /* as NCCL: right after the call */
+  char *host = malloc(len), *back = malloc(len);
+  PT_CHECK(host && back, "malloc");
+  PT_CHECK(net->regMr(sc, host, len, STRAND_PTR_HOST, &hmh) == STRAND_SUCCESS, "regMr host");
+  for (int round = 0; round < 2; round++) {
+    size_t n = len - 5 - (size_t)round;
+    pt_fill(host, len, 70u + (unsigned)round);
+    /* round 0: GPU -> GPU; round 1: host -> GPU */
+    if (round == 0)
+      PT_CHECK(cu->memcpyHtoDAsync(gs, host, len, NULL) == 0 && cu->streamSynchronize(NULL) == 0,
+               "HtoD");
+    void *bufs[1] = {(void *)(uintptr_t)gr}, *mhs[1] = {rmh}, *rr, *sr;
+    size_t rsz[1] = {len};
+    int tags[1] = {0};
+    PT_CHECK(post_recv(rc, 1, bufs, rsz, tags, mhs, &rr) == 0, "irecv into GPU memory");
+    PT_CHECK(post_send(sc, round == 0 ? (void *)(uintptr_t)gs : host, n, 0,
+                       round == 0 ? smh : hmh, &sr) == 0, "isend");
+    int ss, rs[8], es, er;
+    PT_CHECK(wait_both(sr, rr, &ss, rs, &es, &er) == 0 && !es && !er && rs[0] == (int)n,
+             "transfer round %d (received %d of %zu)", round, rs[0], n);
+    void *fr = NULL;
+    int fsz[1] = {rs[0]};
+    PT_CHECK(net->iflush(rc, 1, bufs, fsz, mhs, &fr) == STRAND_SUCCESS && fr,
+             "iflush of a GPU receive must read (a request), got %p", fr);
+    PT_CHECK(pt_wait(&pn, fr, NULL, SMOKE_TIMEOUT_S) == STRAND_SUCCESS, "flush request");
+    PT_CHECK(cu->memcpyDtoHAsync(back, gr, n, NULL) == 0 && cu->streamSynchronize(NULL) == 0,
+             "DtoH");
+    PT_CHECK(pt_verify(back, n, 70u + (unsigned)round) < 0, "round %d: GPU data differs", round);
+  }
+  PT_CHECK(net->deregMr(sc, smh) == STRAND_SUCCESS && net->deregMr(rc, rmh) == STRAND_SUCCESS &&
+               net->deregMr(sc, hmh) == STRAND_SUCCESS, "deregMr");
+  PT_CHECK(net->closeSend(sc) == STRAND_SUCCESS && net->closeRecv(rc) == STRAND_SUCCESS, "close");
+  cu->memFree(gs);
+  cu->memFree(gr);
+  free(host);
+  free(back);
+  return 0;
 }
 
 /* NIC fusion: devices 0 and 1 fused into one virtual device that carries data over both rails
@@ -595,7 +672,7 @@ int main(int argc, char **argv) {
                {"vdevice", case_vdevice, true}, {"profiler", case_profiler, true},
                {"portdown", case_portdown, false},
                {"qperror", case_qperror, false}, {"rkey", case_rkey, false},
-               {"fatal", case_fatal, false}};
+               {"fatal", case_fatal, false}, {"gpu", case_gpu, false}};
   int ran = 0;
   if (!strcmp(which, "peerkill")) {
     ran = 1;

@@ -5,7 +5,8 @@
 # (./run.sh's build, or any meson build with tests on) into the git-ignored .e2e-carry-softverbs/.
 # Name .e2e-carry-softverbs in the `device` tool's carry list; `run_e2e.sh nccl-tests` then adds a
 # strand-ib column (strand-ib from the GPU machine's own build when it has one, else this copy).
-# Both need only the C library (glibc 2.34 or newer).
+# Both need only the C library (glibc 2.34 or newer). tests/softverbs/gpu_check.sh uses the same
+# directory (the GPU test and strand-conform are copied too when built).
 #   tests/e2e/carry_softverbs.sh [BUILD_DIR]     (default: build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,4 +24,17 @@ cp -L "$sv" "$out/libstrand-softverbs.so"
 cp "$out/libstrand-softverbs.so" "$out/libibverbs.so.1"  # copies, not links: the carry may drop links
 cp "$out/libstrand-softverbs.so" "$out/libibverbs.so"
 cp -L "$ib" "$out/"
+# For tests/softverbs/gpu_check.sh (GPU memory through softverbs and strand-ib), when built: the
+# softverbs GPU and stress tests, strand-conform, and the CUDA runtime strand-conform was linked
+# with.
+gpu_test=$b/tests/softverbs/tests/sv_gpu_test conform=$b/tests/conform/strand-conform
+if [[ -f $gpu_test && -f $conform ]]; then
+  cp -L "$gpu_test" "$conform" "$out/"
+  stress=$b/tests/softverbs/tests/sv_stress_test
+  [[ -f $stress ]] && cp -L "$stress" "$out/"
+  cudart=$(ldd "$conform" | awk '/libcudart/ {print $3}')
+  [[ -n $cudart ]] && cp -L "$cudart" "$out/"
+else
+  echo "note: $gpu_test or $conform not built (meson tests on): tests/softverbs/gpu_check.sh will lack them" >&2
+fi
 echo "carried softverbs and strand-ib to $out ($(du -sh "$out" | cut -f1))"

@@ -27,6 +27,12 @@
 #                                         (with each set of extra variables) and the built-in Socket,
 #                                         one run under NCCL's profiler with proxy_profiler.c: median
 #                                         and p90 of every phase of the proxy's send and receive steps
+#   tests/e2e/run_e2e.sh ib-check         correctness through strand-ib over tests/softverbs with
+#                                         GPUDirect (softverbs moves GPU memory with the CUDA
+#                                         driver; strand-ib claims NCCL_PTR_CUDA|DMABUF): fails
+#                                         unless NCCL logs `via NET/strand-ib/0/GDRDMA`. Needs
+#                                         .e2e-carry-softverbs (carry_softverbs.sh) or
+#                                         E2E_SOFTVERBS_DIR; E2E_IB_GDR=0 runs host memory instead
 #   tests/e2e/run_e2e.sh nccl-tests       NVIDIA's nccl-tests (all_reduce, all_gather, reduce_scatter,
 #                                         alltoall, sendrecv) built from NCCL_TESTS_SRC (default
 #                                         .e2e-carry-nccl-tests, carry_nccl_tests.sh) through the
@@ -283,12 +289,41 @@ case "$mode" in
       done
     done
     ;;
+  ib-check)
+    # softverbs devices have no PCI path, so NCCL places them at the CPU and its default GDR level
+    # (PXB) would keep GPUDirect off whatever the plugin claims: NCCL_NET_GDR_LEVEL=SYS lets it on.
+    sv_dir=${E2E_SOFTVERBS_DIR:-$root/.e2e-carry-softverbs}
+    [[ -f $sv_dir/libibverbs.so.1 ]] || { echo "no softverbs libibverbs.so.1 in $sv_dir (tests/e2e/carry_softverbs.sh)" >&2; exit 1; }
+    ib_dir=$sv_dir; [[ -f $build/net_ib/libnccl-net-strand-ib.so ]] && ib_dir=$build/net_ib
+    # NCCL skips the flush of GPU receives on Hopper and later (compute capability >= 9.0):
+    # NCCL_NET_FORCE_FLUSH=1 makes it call strand-ib's iflush (an RDMA read of GPU memory) anyway.
+    gdr=${E2E_IB_GDR:-1}
+    gdr_env="NCCL_NET_GDR_LEVEL=SYS NCCL_NET_FORCE_FLUSH=1"; (( gdr )) || gdr_env="NCCL_NET_GDR_LEVEL=LOC"
+    ib_env="NCCL_NET_PLUGIN=strand-ib NCCL_IB_HCA=sv SOFTVERBS_NDEVS=1 $gdr_env LD_LIBRARY_PATH=$sv_dir:$ib_dir:${LD_LIBRARY_PATH:-}"
+    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ib over softverbs ($gdr_env), $nranks ranks"
+    rc=0
+    launch ib-check "$ib_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,P2P" --check || true
+    for ((r = 0; r < nranks; r++)); do  # a rank that died never printed its count of checks
+      grep -q ' checks, ' "$build/log.ib-check.rank$r" \
+        || { echo "FAIL: rank $r did not finish its checks ($build/log.ib-check.rank$r)" >&2; rc=1; }
+    done
+    launch builtin-check "$builtin_env ${E2E_REF_ENV:-}" --check >/dev/null || true
+    echo "# lines proving the plugin and the memory path in use:"
+    grep -hE 'NET/strand-ib|Using network|NET/Plugin|GPU Direct RDMA|DMA-BUF|via NET' \
+      "$build/log.ib-check.rank0" | sort -u | head -16 || true
+    attribute ib-check builtin-check || rc=1
+    if (( gdr )) && ! grep -q 'via NET/strand-ib/[0-9]*/GDRDMA' "$build/log.ib-check.rank0"; then
+      echo "FAIL: NCCL did not use GPUDirect through strand-ib (no 'via NET/strand-ib/0/GDRDMA')" >&2
+      rc=1
+    fi
+    exit $rc
+    ;;
   nccl-tests)
     # shellcheck source=tests/e2e/nccl_tests.sh
     source "$root/tests/e2e/nccl_tests.sh"
     ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile|nccl-tests" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile|ib-check|nccl-tests" >&2
     exit 2
     ;;
 esac

@@ -125,6 +125,7 @@ typedef struct sv_context {
   struct sv_mr **mrs;
   uint32_t nmrs_cap;
   uint8_t mr_gen;
+  uint32_t ngpu_mrs; /* regions in GPU memory: while 0, no WR is checked for GPU SGEs */
   /* ports and faults */
   enum ibv_port_state port_state[SV_MAX_PORTS + 1];
   uint64_t open_ns, port_down_at, port_up_at, fatal_at;
@@ -139,6 +140,8 @@ typedef struct sv_mr {
   struct ibv_mr mr;
   int access;
   uint32_t index;
+  uint64_t iova;  /* where the keys address it: mr.addr, or a dma-buf region's iova */
+  void *gpu_ctx;  /* CUDA context of a region in GPU memory (sv_gpu.c); NULL for host memory */
 } sv_mr_t;
 
 typedef struct sv_cq {
@@ -169,6 +172,7 @@ typedef struct {
   enum ibv_wc_status local_err; /* a bad lkey found at post time: completes with this */
   sv_hdr_t hdr;                 /* its wire header, built when it is transmitted */
   uint8_t inline_buf[SV_MAX_INLINE];
+  struct sv_gpu_stage *gpu;     /* GPU SGEs staged through host memory (sv_gpu.c); kept per slot */
 } sv_swqe_t;
 
 typedef struct {
@@ -177,6 +181,7 @@ typedef struct {
   uint32_t niov;
   enum ibv_wc_status local_err;
   struct iovec iov[SV_MAX_SGE];
+  struct sv_gpu_stage *gpu;     /* GPU SGEs staged through host memory (sv_gpu.c); kept per slot */
 } sv_rwqe_t;
 
 /* Requester connection life (the QP's outbound stream). */
@@ -253,5 +258,27 @@ void sv_transport_qp_close(sv_qp_t *qp);
 void sv_transport_recv_posted(sv_qp_t *qp);
 void sv_transport_kick(sv_qp_t *qp);      /* after a post: transmit now if the stream is up */
 void sv_transport_poll(sv_context_t *c);  /* called without the lock by an idle poll_cq */
+/* sv_gpu.c: GPU memory through the CUDA driver loaded at run time (strand/cuda_driver.h). */
+typedef struct sv_gpu_stage sv_gpu_stage_t;
+bool sv_gpu_usable(void);                          /* a CUDA driver is loaded and initialised */
+void *sv_gpu_range_ctx(uint64_t addr, uint64_t len); /* its CUDA context if all device memory */
+bool sv_gpu_is_dmabuf(int fd);
+int sv_gpu_to_host(void *ctx, void *dst, const void *gpu_src, size_t n);  /* 0 or -1 (logged) */
+int sv_gpu_to_device(void *ctx, void *gpu_dst, const void *src, size_t n);
+/* Copies inline data (lkey optional) from host or GPU memory; under c->lock. 0 or -1. */
+int sv_gpu_copy_in(sv_context_t *c, uint32_t lkey, void *dst, const void *src, size_t n);
+void *sv_gpu_bounce(uint8_t **buf, size_t *cap, size_t need); /* grows *buf; NULL: no memory */
+/* A WR with SGEs in GPU regions: its iovecs become one host bounce buffer of len bytes, gathered
+ * now from the SGEs when `gather` (SEND, WRITE) or scattered to them later with
+ * sv_gpu_stage_scatter (RECV, READ). Host-only WRs are left alone. A failed copy or allocation
+ * returns the completion status to report. Call only while c->ngpu_mrs > 0. */
+enum ibv_wc_status sv_gpu_stage_wr(sv_context_t *c, const struct ibv_sge *sg, int n,
+                                   struct iovec *iov, uint32_t *niov, uint64_t len,
+                                   sv_gpu_stage_t **stage, bool gather);
+bool sv_gpu_stage_active(const sv_gpu_stage_t *s);
+void sv_gpu_stage_reset(sv_gpu_stage_t *s); /* a new WR in the slot: host memory until staged */
+void sv_gpu_stage_done(sv_gpu_stage_t *s);  /* its WR completed: large bounce buffers go */
+int sv_gpu_stage_scatter(const sv_gpu_stage_t *s, uint64_t len);
+void sv_gpu_stage_free(sv_gpu_stage_t *s);
 
 #endif

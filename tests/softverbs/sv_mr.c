@@ -67,6 +67,8 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
     errno = EINVAL;
     return NULL;
   }
+  /* A CUDA pointer registers as nvidia-peermem lets a NIC register it: the region is GPU memory. */
+  void *gpu_ctx = sv_gpu_range_ctx((uintptr_t)addr, length);
   sv_mr_t *m = calloc(1, sizeof(*m));
   if (!m) {
     errno = ENOMEM;
@@ -99,6 +101,9 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
   m->mr.handle = idx;
   m->mr.lkey = key;
   m->mr.rkey = key;
+  m->iova = iova;
+  m->gpu_ctx = gpu_ctx;
+  if (gpu_ctx) c->ngpu_mrs++;
   c->mrs[idx] = m;
   pthread_mutex_unlock(&c->lock);
   return &m->mr;
@@ -115,17 +120,39 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
   return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
-/* There is no device memory to map a dma-buf into: fail the way a provider without the
- * capability does. */
+/* A dma-buf of CUDA device memory (cuMemGetHandleForAddressRange), registered as NCCL does: iova
+ * is the buffer's device address in this process, and the keys address the region by it. The
+ * dma-buf itself cannot be mapped by a user-space library, so softverbs checks that the fd is a
+ * dma-buf and that [iova, iova + length) is device memory, then moves the bytes through that
+ * address with the CUDA driver. Without a usable CUDA driver there is nothing to register: it
+ * fails as a provider without the capability does (EOPNOTSUPP). */
 SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
                                            uint64_t iova, int fd, int access)
 {
-  (void)pd, (void)offset, (void)length, (void)iova, (void)access;
-  /* fd -1 is the support probe NCCL-style plugins make at init: it fails on any provider, so it
-   * is no refusal of anything the caller needed. */
-  if (fd >= 0) sv_report_refusal("ibv_reg_dmabuf_mr refused (dma-buf registration is not emulated)");
-  errno = EOPNOTSUPP;
-  return NULL;
+  if (!sv_gpu_usable()) {
+    /* fd -1 is the support probe NCCL-style plugins make at init: it fails on any provider, so
+     * it is no refusal of anything the caller needed. */
+    if (fd >= 0)
+      sv_report_refusal("ibv_reg_dmabuf_mr refused (no usable CUDA driver: GPU memory needs one)");
+    errno = EOPNOTSUPP;
+    return NULL;
+  }
+  if (fd < 0 || !sv_gpu_is_dmabuf(fd)) {
+    errno = EBADF; /* what the kernel answers; the probe (fd -1) reads it as "supported" */
+    return NULL;
+  }
+  if (!sv_gpu_range_ctx(iova, length)) {
+    sv_log("ibv_reg_dmabuf_mr: iova %#llx + %zu is not CUDA device memory of this process "
+           "(softverbs needs the buffer's device address as iova, as NCCL passes it)",
+           (unsigned long long)iova, length);
+    errno = EINVAL;
+    return NULL;
+  }
+  /* The access rules are those of any region; the region is keyed by its iova. */
+  struct ibv_mr *mr = ibv_reg_mr_iova2(pd, (void *)(uintptr_t)iova, length, iova,
+                                       (unsigned)access);
+  if (mr) mr->addr = (void *)(uintptr_t)offset; /* as rdma-core: the offset into the dma-buf */
+  return mr;
 }
 
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
@@ -138,6 +165,7 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
     return EINVAL;
   }
   c->mrs[m->index] = NULL;
+  if (m->gpu_ctx) c->ngpu_mrs--;
   pthread_mutex_unlock(&c->lock);
   free(m);
   return 0;
@@ -166,7 +194,7 @@ const char *sv_mr_check(sv_context_t *c, struct ibv_pd *pd, uint32_t key, uint64
   if (!m) return "unknown key";
   if (m->mr.pd != pd) return "key of another protection domain";
   if ((m->access & access) != access) return "access flags of the region do not allow it";
-  uint64_t lo = (uint64_t)(uintptr_t)m->mr.addr;
+  uint64_t lo = m->iova;
   if (addr < lo || len > m->mr.length || addr - lo > m->mr.length - len)
     return "outside the region";
   return NULL;

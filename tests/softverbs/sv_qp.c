@@ -277,6 +277,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
   pthread_mutex_unlock(&c->lock);
   pthread_mutex_destroy(&ibqp->mutex);
   pthread_cond_destroy(&ibqp->cond);
+  for (uint32_t i = 0; i < qp->sq_cap; i++) sv_gpu_stage_free(qp->sq[i].gpu);
+  for (uint32_t i = 0; i < qp->rq_cap; i++) sv_gpu_stage_free(qp->rq[i].gpu);
   free(qp->sq);
   free(qp->rq);
   free(qp);
@@ -317,6 +319,7 @@ void sv_qp_complete_send(sv_qp_t *qp, uint64_t seq, enum ibv_wc_status status)
     if (status == IBV_WC_SUCCESS && (w->op == IBV_WR_RDMA_READ)) wc.byte_len = (uint32_t)w->len;
     sv_cq_push(sv_cq(qp->qp.send_cq), &wc);
   }
+  if (w->gpu) sv_gpu_stage_done(w->gpu);
   if (seq == qp->sq_head) qp->sq_head++;
   if (qp->sq_tx < qp->sq_head) {
     qp->sq_tx = qp->sq_head;
@@ -417,6 +420,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
     w->rkey = wr->wr.rdma.rkey;
     w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     w->local_err = IBV_WC_SUCCESS;
+    if (w->gpu) sv_gpu_stage_reset(w->gpu); /* the slot's bounce buffer stays for reuse */
     if (inl) {
       uint64_t total = 0;
       for (int i = 0; i < wr->num_sge; i++) total += wr->sg_list[i].length;
@@ -426,9 +430,13 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
       }
       size_t off = 0;
       for (int i = 0; i < wr->num_sge; i++) {
-        if (wr->sg_list[i].length)
-          memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr,
-                 wr->sg_list[i].length);
+        const void *src = (const void *)(uintptr_t)wr->sg_list[i].addr;
+        if (wr->sg_list[i].length && !c->ngpu_mrs)
+          memcpy(w->inline_buf + off, src, wr->sg_list[i].length);
+        else if (wr->sg_list[i].length &&
+                 sv_gpu_copy_in(c, wr->sg_list[i].lkey, w->inline_buf + off, src,
+                                wr->sg_list[i].length) != 0)
+          w->local_err = IBV_WC_LOC_PROT_ERR; /* GPU memory that could not be read */
         off += wr->sg_list[i].length;
       }
       w->niov = 1;
@@ -444,6 +452,9 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
       rc = EINVAL;
       break;
     }
+    if (c->ngpu_mrs && !inl && w->local_err == IBV_WC_SUCCESS)
+      w->local_err = sv_gpu_stage_wr(c, wr->sg_list, wr->num_sge, w->iov, &w->niov, w->len,
+                                     &w->gpu, wr->opcode != IBV_WR_RDMA_READ);
     qp->sq_tail++;
     if (st == IBV_QPS_ERR) sv_qp_complete_send(qp, qp->sq_tail - 1, IBV_WC_WR_FLUSH_ERR);
   }
@@ -483,6 +494,10 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
     r->niov = (uint32_t)wr->num_sge;
     r->local_err = resolve_sges(c, ibqp->pd, wr->sg_list, wr->num_sge, IBV_ACCESS_LOCAL_WRITE,
                                 r->iov, &r->len);
+    if (r->gpu) sv_gpu_stage_reset(r->gpu);
+    if (c->ngpu_mrs && r->local_err == IBV_WC_SUCCESS)
+      r->local_err = sv_gpu_stage_wr(c, wr->sg_list, wr->num_sge, r->iov, &r->niov, r->len,
+                                     &r->gpu, false);
     qp->rq_tail++;
     if (ibqp->state == IBV_QPS_ERR) flush_recv(qp);
   }

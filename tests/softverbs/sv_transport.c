@@ -20,6 +20,7 @@ typedef struct sv_resp {
   struct sv_resp *next;
   sv_hdr_t hdr;
   void *data; /* READ_RESP payload (registered memory of this process) */
+  bool owned;   /* data is a copy of GPU memory, freed with the response */
   uint64_t off; /* bytes of header + payload written */
 } sv_resp_t;
 
@@ -49,6 +50,11 @@ typedef struct sv_conn {
   uint32_t reads_out; /* READ responses queued, not yet fully sent: requests behind a READ wait */
   uint64_t park_deadline;
   sv_resp_t *txq, *txq_tail;
+  /* responder: an RDMA WRITE into GPU memory lands in gpu_buf, then goes to gpu_dst (sv_gpu.c) */
+  void *gpu_ctx; /* CUDA context of the WRITE in progress; NULL when it targets host memory */
+  uint64_t gpu_dst;
+  uint8_t *gpu_buf;
+  size_t gpu_cap;
 } sv_conn_t;
 
 /* IB min_rnr_timer encodings, in microseconds x 100 (0 means 655.36 ms). */
@@ -96,6 +102,7 @@ static void conn_close(sv_context_t *c, sv_conn_t *k)
   while (k->txq) {
     sv_resp_t *r = k->txq;
     k->txq = r->next;
+    if (r->owned) free(r->data);
     free(r);
   }
   if (k->qp) {
@@ -121,22 +128,23 @@ static void tune_socket(int fd)
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Small control messages go straight out when the socket is idle (they nearly always fit). */
-static void resp_queue(sv_context_t *c, sv_conn_t *k, const sv_hdr_t *h, void *data)
+/* Small control messages go straight out when the socket is idle (they nearly always fit).
+ * Returns the queued response, or NULL when none was added. */
+static sv_resp_t *resp_queue(sv_context_t *c, sv_conn_t *k, const sv_hdr_t *h, void *data)
 {
-  if (k->dead) return;
+  if (k->dead) return NULL;
   /* cumulative ACKs: a newer one replaces one that has not started going out */
   if (h->op == SV_OP_ACK && k->txq_tail && k->txq_tail->hdr.op == SV_OP_ACK &&
       k->txq_tail->off == 0) {
     k->txq_tail->hdr.psn = h->psn;
-    return;
+    return NULL;
   }
   sv_resp_t *r = calloc(1, sizeof(*r));
   if (!r) {
     sv_log("out of memory queueing a response: closing the connection of QP %#x",
            k->qp ? k->qp->qp.qp_num : 0);
     conn_close(c, k);
-    return;
+    return NULL;
   }
   r->hdr = *h;
   r->data = data;
@@ -146,6 +154,7 @@ static void resp_queue(sv_context_t *c, sv_conn_t *k, const sv_hdr_t *h, void *d
   else
     k->txq = r;
   k->txq_tail = r;
+  return r;
 }
 
 static void resp_tx(sv_context_t *c, sv_conn_t *k)
@@ -182,6 +191,7 @@ static void resp_tx(sv_context_t *c, sv_conn_t *k)
       if (r->hdr.op == SV_OP_READ_RESP) k->reads_out--;
       k->txq = r->next;
       if (!k->txq) k->txq_tail = NULL;
+      if (r->owned) free(r->data);
       free(r);
     }
   }
@@ -563,6 +573,11 @@ static void req_rx(sv_context_t *c, sv_qp_t *qp)
         eof = true;
       } else {
         k->in_payload = false;
+        sv_swqe_t *w = &qp->sq[qp->sq_head % qp->sq_cap];
+        if (sv_gpu_stage_active(w->gpu) && sv_gpu_stage_scatter(w->gpu, w->len) != 0) {
+          sv_qp_set_error(qp, IBV_WC_LOC_PROT_ERR); /* the READ's GPU memory was not written */
+          return;
+        }
         sv_qp_complete_send(qp, qp->sq_head, IBV_WC_SUCCESS); /* the READ */
         continue;
       }
@@ -700,6 +715,59 @@ static void park(sv_context_t *c, sv_conn_t *k)
   conn_events(c, k, k->txq ? EPOLLOUT : 0);
 }
 
+/* ---- GPU regions (sv_gpu.c): the responder's copies into and out of GPU memory */
+/* An RDMA WRITE into a GPU region lands in the connection's bounce buffer (*t is pointed at it)
+ * and goes to the GPU when complete (gpu_deliver). False: no memory for the bounce buffer. */
+static bool gpu_write_target(sv_context_t *c, sv_conn_t *k, struct iovec *t)
+{
+  sv_mr_t *m = sv_mr_lookup(c, k->hdr.rkey);
+  if (!m || !m->gpu_ctx) return true;
+  if (!sv_gpu_bounce(&k->gpu_buf, &k->gpu_cap, t->iov_len)) {
+    sv_log("QP %#x: no memory to stage an RDMA WRITE of %zu bytes into GPU memory",
+           k->qp->qp.qp_num, t->iov_len);
+    return false;
+  }
+  k->gpu_ctx = m->gpu_ctx;
+  k->gpu_dst = (uint64_t)(uintptr_t)t->iov_base;
+  t->iov_base = k->gpu_buf;
+  return true;
+}
+
+/* An RDMA READ of a GPU region is answered from a host copy taken now, when RC order says the
+ * READ executes (later WRITEs cannot change it). False: the copy failed. */
+static bool gpu_read_source(sv_context_t *c, const sv_hdr_t *h, void **src, bool *owned)
+{
+  sv_mr_t *m = sv_mr_lookup(c, h->rkey);
+  if (!m || !m->gpu_ctx) return true;
+  void *copy = malloc(h->len);
+  if (!copy || sv_gpu_to_host(m->gpu_ctx, copy, *src, h->len) != 0) {
+    free(copy);
+    return false;
+  }
+  *src = copy;
+  *owned = true;
+  return true;
+}
+
+/* A staged WRITE or SEND payload has arrived: move it to its GPU memory before the request is
+ * acknowledged (and before a receive completion says it is there). False: the copy failed, the
+ * requester got a NAK and the QP is in error. */
+static bool gpu_deliver(sv_context_t *c, sv_conn_t *k)
+{
+  sv_qp_t *qp = k->qp;
+  int rc;
+  if (k->gpu_ctx) {
+    rc = sv_gpu_to_device(k->gpu_ctx, (void *)(uintptr_t)k->gpu_dst, k->gpu_buf, k->hdr.len);
+    k->gpu_ctx = NULL;
+  } else {
+    rc = sv_gpu_stage_scatter(qp->rq[qp->rq_head % qp->rq_cap].gpu, k->hdr.len);
+    if (rc != 0) push_recv_wc(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &k->hdr, false);
+  }
+  if (rc == 0) return true;
+  resp_fail(c, k, IBV_WC_REM_OP_ERR, IBV_EVENT_QP_FATAL);
+  return false;
+}
+
 /* Executes the request whose header is in k->hdr; returns false when parked. */
 static bool resp_dispatch(sv_context_t *c, sv_conn_t *k)
 {
@@ -708,6 +776,7 @@ static bool resp_dispatch(sv_context_t *c, sv_conn_t *k)
   const char *why = NULL;
   k->action = A_NONE;
   k->left = 0;
+  k->gpu_ctx = NULL;
   switch (h->op) {
   case SV_OP_WRITE:
   case SV_OP_WRITE_IMM:
@@ -732,6 +801,13 @@ static bool resp_dispatch(sv_context_t *c, sv_conn_t *k)
     }
     {
       struct iovec t = {.iov_base = (void *)(uintptr_t)h->raddr, .iov_len = h->len};
+      if (c->ngpu_mrs && h->len && !gpu_write_target(c, k, &t)) {
+        k->action = A_NAK;
+        k->nak_status = IBV_WC_REM_OP_ERR;
+        k->discard = true;
+        k->left = h->len;
+        break;
+      }
       set_iov(k, &t, 1, h->len);
     }
     k->action = h->op == SV_OP_WRITE ? A_WRITE : A_WRITE_IMM;
@@ -771,7 +847,15 @@ static bool resp_dispatch(sv_context_t *c, sv_conn_t *k)
     }
     {
       sv_hdr_t rh = {.op = SV_OP_READ_RESP, .psn = h->psn, .len = h->len};
-      resp_queue(c, k, &rh, (void *)(uintptr_t)h->raddr);
+      void *src = (void *)(uintptr_t)h->raddr;
+      bool owned = false;
+      if (c->ngpu_mrs && h->len && !gpu_read_source(c, h, &src, &owned)) {
+        resp_fail(c, k, IBV_WC_REM_OP_ERR, IBV_EVENT_QP_FATAL);
+        return true;
+      }
+      sv_resp_t *r = resp_queue(c, k, &rh, src);
+      if (r) r->owned = owned;
+      else if (owned) free(src);
     }
     return true;
   default:
@@ -797,6 +881,10 @@ static void resp_finish(sv_context_t *c, sv_conn_t *k)
     req_rx(c, qp);
     if (k->dead || k->qp != qp || qp->qp.state == IBV_QPS_ERR) return;
   }
+  if ((k->gpu_ctx || (k->action == A_SEND &&
+                       sv_gpu_stage_active(qp->rq[qp->rq_head % qp->rq_cap].gpu))) &&
+      !gpu_deliver(c, k))
+    return;
   switch (k->action) {
   case A_WRITE:
     resp_queue(c, k, &ack, NULL);
@@ -1083,6 +1171,7 @@ static void *progress(void *arg)
       sv_conn_t *k = c->grave;
       c->grave = k->next;
       free(k->rxbuf);
+      free(k->gpu_buf);
       free(k);
     }
     uint64_t next = timers(c);
@@ -1182,6 +1271,7 @@ void sv_transport_stop(sv_context_t *c)
     sv_conn_t *k = c->grave;
     c->grave = k->next;
     free(k->rxbuf);
+    free(k->gpu_buf);
     free(k);
   }
   pthread_mutex_unlock(&c->lock);

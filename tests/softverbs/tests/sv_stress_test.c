@@ -4,12 +4,16 @@
  * The initiator keeps a model of the target's region; since RC executes in posting order, every
  * READ must return exactly the model as it was when the READ was posted. This exercises batched
  * and partial transmissions, the staging and direct receive paths and ordering across all of them.
+ * With SV_STRESS_GPU=1 the target's region is CUDA device memory (cuMemAlloc through the SDK's
+ * run-time driver; in CI the fake driver of tests/fake_cuda), so the same order is checked through
+ * softverbs' GPU staging: WRITEs staged into it, READs answered from copies of it.
  * Usage: sv_stress_test [ops] [seed] */
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "strand/cuda_driver.h"
 #include "sv_test.h"
 
 #define REGION (4u << 20)
@@ -47,6 +51,20 @@ static int target(int fd)
   if (svt_open(&e, 4096, false) || svt_create_qp(&e, 1024, 0)) return 1;
   uint8_t *region = calloc(1, REGION);
   CHECK(region, "calloc");
+  uint8_t *host_region = region;
+  const char *gpu = getenv("SV_STRESS_GPU");
+  const strand_cuda_t *cu = gpu && gpu[0] == '1' ? strand_cuda() : NULL;
+  strand_cu_devptr_t dev_region = 0;
+  if (gpu && gpu[0] == '1') {
+    strand_cu_ctx_t ctx = NULL;
+    int dev = -1;
+    CHECK(cu && cu->deviceGet(&dev, 0) == 0 && cu->devicePrimaryCtxRetain(&ctx, dev) == 0 &&
+              cu->ctxSetCurrent(ctx) == 0 && cu->memAlloc(&dev_region, REGION) == 0,
+          "SV_STRESS_GPU=1 needs a usable CUDA driver and device");
+    CHECK(cu->memcpyHtoDAsync(dev_region, host_region, REGION, NULL) == 0 &&
+              cu->streamSynchronize(NULL) == 0, "zero the GPU region");
+    region = (uint8_t *)(uintptr_t)dev_region; /* never touched by this CPU code again */
+  }
   struct ibv_mr *mr = ibv_reg_mr(e.pd, region, REGION, IBV_ACCESS_LOCAL_WRITE |
                                                           IBV_ACCESS_REMOTE_WRITE |
                                                           IBV_ACCESS_REMOTE_READ);
@@ -103,7 +121,8 @@ static int target(int fd)
   free(rb);
   ibv_dereg_mr(mr);
   svt_close(&e);
-  free(region);
+  if (dev_region) cu->memFree(dev_region);
+  free(host_region);
   return 0;
 }
 

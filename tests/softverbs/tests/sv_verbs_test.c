@@ -5,6 +5,7 @@
  * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
  * With "badenv" (an invalid SOFTVERBS_* value in the environment): no device at all. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -63,9 +64,33 @@ static int check_mr(svt_end_t *e)
   CHECK(!ibv_reg_mr(e->pd, buf, 0, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "zero length");
   errno = 0;
   CHECK(!ibv_reg_mr(e->pd, buf, 4096, 1 << 30) && errno == EINVAL, "unknown access bit");
+  /* dma-buf regions need CUDA (sv_gpu.c). Without a usable driver (CI) both the real call and
+   * the support probe plugins make at init (fd -1, NCCL-style: EOPNOTSUPP = unsupported) fail
+   * with EOPNOTSUPP; with one, a file that is no dma-buf is EBADF.
+   * The refusal of a real call is reported through STRAND_ENV_REFUSALS; the probe's is not. */
+  char refusals[] = "/tmp/sv-verbs-refusals-XXXXXX";
+  int rfd = mkstemp(refusals);
+  CHECK(rfd >= 0, "mkstemp");
+  setenv("STRAND_ENV_REFUSALS", refusals, 1);
   errno = 0;
-  CHECK(!ibv_reg_dmabuf_mr(e->pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) && errno == EOPNOTSUPP,
+  CHECK(!ibv_reg_dmabuf_mr(e->pd, 0, 0, 0, -1, 0), "the dma-buf probe (fd -1) fails");
+  int probe_err = errno;
+  bool cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != NULL;
+  CHECK(probe_err == EOPNOTSUPP || (cuda && probe_err == EBADF),
+        "the dma-buf probe says %s, not unsupported, without CUDA", strerror(probe_err));
+  CHECK(lseek(rfd, 0, SEEK_END) == 0, "the probe (fd -1) was reported as a refusal");
+  errno = 0;
+  CHECK(!ibv_reg_dmabuf_mr(e->pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE) &&
+            (errno == EOPNOTSUPP || (cuda && errno == EBADF)),
         "dma-buf registration is refused cleanly");
+  if (errno == EOPNOTSUPP) {
+    char line[256] = {0};
+    CHECK(pread(rfd, line, sizeof line - 1, 0) > 0 && strstr(line, "ibv_reg_dmabuf_mr refused"),
+          "the refused dma-buf registration is reported in STRAND_ENV_REFUSALS ('%s')", line);
+  }
+  unsetenv("STRAND_ENV_REFUSALS");
+  close(rfd);
+  unlink(refusals);
   CHECK(ibv_dealloc_pd(e->pd) == EBUSY, "a PD with regions is busy");
   CHECK(ibv_dereg_mr(a) == 0 && ibv_dereg_mr(b) == 0, "dereg");
   return 0;
