@@ -190,7 +190,9 @@ SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
   a->max_qp_rd_atom = SV_MAX_RD_ATOMIC;
   a->max_qp_init_rd_atom = SV_MAX_RD_ATOMIC;
   a->max_res_rd_atom = SV_MAX_RD_ATOMIC * SV_QPS_PER_CTX;
-  a->atomic_cap = IBV_ATOMIC_NONE;
+  /* HCA, not GLOB: an atomic is atomic against the other atomics of softverbs (and CPU atomics),
+   * not against RDMA WRITEs or plain CPU stores to the same word. */
+  a->atomic_cap = IBV_ATOMIC_HCA;
   a->max_pkeys = 1;
   a->local_ca_ack_delay = 16;
   a->phys_port_cnt = (uint8_t)c->cfg->nports;

@@ -19,6 +19,8 @@ static int check_device(struct ibv_context *ctx, int nports)
   CHECK(ibv_query_device(ctx, &da) == 0, "query_device");
   CHECK(da.phys_port_cnt == nports, "phys_port_cnt %d, want %d", da.phys_port_cnt, nports);
   CHECK(da.max_qp_wr > 0 && da.max_sge >= 4 && da.max_cqe > 0, "device limits");
+  CHECK(da.atomic_cap == IBV_ATOMIC_HCA && da.max_qp_rd_atom > 0,
+        "remote atomics, atomic among the device's own operations (atomic_cap %d)", da.atomic_cap);
   struct ibv_device_attr_ex dx;
   CHECK(ibv_query_device_ex(ctx, NULL, &dx) == 0 && dx.orig_attr.phys_port_cnt == nports,
         "query_device_ex falls back to query_device");
@@ -59,6 +61,12 @@ static int check_mr(svt_end_t *e)
   errno = 0;
   CHECK(!ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL,
         "remote write needs local write");
+  errno = 0;
+  CHECK(!ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_REMOTE_ATOMIC) && errno == EINVAL,
+        "remote atomic needs local write");
+  struct ibv_mr *c = ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(c, "remote atomic access is accepted: %s", strerror(errno));
+  CHECK(ibv_dereg_mr(c) == 0, "dereg");
   errno = 0;
   CHECK(!ibv_reg_mr(e->pd, buf, 0, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "zero length");
   errno = 0;
@@ -182,6 +190,17 @@ static int check_loopback(svt_end_t *e)
   CHECK(svt_poll(e->cq, &wc, 5000) == 1 && wc.wr_id == 11 && wc.status == IBV_WC_SUCCESS,
         "loopback write: %s", ibv_wc_status_str(wc.status));
   CHECK(memcmp(src, dst, sizeof(src)) == 0, "loopback data");
+  /* an atomic takes exactly one local SGE of 8 bytes: anything else is refused at post time */
+  struct ibv_sge sg[2] = {{(uintptr_t)src, 8, ms->lkey}, {(uintptr_t)src + 8, 8, ms->lkey}};
+  struct ibv_send_wr wr = {.wr_id = 12, .sg_list = sg, .num_sge = 2,
+                           .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED};
+  wr.wr.atomic.remote_addr = (uintptr_t)dst;
+  wr.wr.atomic.rkey = md->rkey;
+  struct ibv_send_wr *bad = NULL;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL && bad == &wr, "an atomic with two SGEs");
+  wr.num_sge = 1;
+  sg[0].length = 4;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "an atomic with a 4-byte SGE");
   ibv_destroy_qp(b.qp);
   ibv_dereg_mr(ms);
   ibv_dereg_mr(md);
