@@ -88,6 +88,7 @@ static int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
   (void)pd, (void)type;
+  sv_report_refusal("ibv_alloc_mw refused (memory windows are not emulated)");
   errno = EOPNOTSUPP;
   return NULL;
 }

@@ -142,6 +142,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
                            size_t length, int access)
 {
   (void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
+  sv_report_refusal("ibv_rereg_mr refused (not emulated)");
   errno = EOPNOTSUPP;
   return IBV_REREG_MR_ERR_INPUT;
 }

@@ -10,6 +10,7 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 {
   sv_context_t *c = sv_ctx(pd->context);
   if (init->qp_type != IBV_QPT_RC) {
+    sv_report_refusal("ibv_create_qp: QP type %d refused (only RC is emulated)", (int)init->qp_type);
     errno = EOPNOTSUPP; /* only RC is emulated */
     return NULL;
   }
@@ -286,6 +287,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
   (void)qp;
+  sv_report_refusal("ibv_qp_to_qp_ex refused (extended QPs, the ibv_wr_* API, are not emulated)");
   errno = EOPNOTSUPP; /* the ibv_wr_* API needs an extended QP: not emulated */
   return NULL;
 }
@@ -386,6 +388,24 @@ static enum ibv_wc_status resolve_sges(sv_context_t *c, struct ibv_pd *pd, const
   return st;
 }
 
+/* A send opcode that verbs defines but softverbs does not execute is the environment's limit, not
+ * the caller's mistake: say so (STRAND_ENV_REFUSALS). A value verbs does not define is not. */
+static void report_unemulated_opcode(enum ibv_wr_opcode op)
+{
+  switch (op) {
+  case IBV_WR_SEND_WITH_INV:
+  case IBV_WR_LOCAL_INV:
+  case IBV_WR_BIND_MW:
+  case IBV_WR_TSO:
+  case IBV_WR_DRIVER1:
+  case IBV_WR_ATOMIC_WRITE:
+    sv_report_refusal("ibv_post_send: opcode %d refused (not emulated)", (int)op);
+    break;
+  default:
+    break;
+  }
+}
+
 /* An atomic WR: exactly one local SGE of 8 bytes, which receives the original value (so it needs
  * local write), as rxe demands at post time; the remote word's alignment is the responder's check
  * (a NAK, as on a wire). EINVAL for a malformed WR. */
@@ -418,6 +438,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
     if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
         wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM &&
         wr->opcode != IBV_WR_RDMA_READ && !sv_wr_is_atomic(wr->opcode)) {
+      report_unemulated_opcode(wr->opcode);
       rc = EINVAL;
       break;
     }

@@ -2,7 +2,8 @@
  * table), PD/MR rules (access-flag checks, bounds, distinct keys, dma-buf refused, PD in use),
  * the RC state machine with its attribute masks (a wrong mask is EINVAL, like a real device),
  * posting in the wrong state, local key errors as completions, and a loopback QP pair inside one
- * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
+ * context, and which refusals are reported as the environment's (STRAND_ENV_REFUSALS). With
+ * argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
  * With "badenv" (an invalid SOFTVERBS_* value in the environment): no device at all. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,6 +246,54 @@ static int check_many_qps(svt_end_t *e)
   return 0;
 }
 
+/* What softverbs refuses because it does not emulate it (not because the caller is wrong) is
+ * reported to the file STRAND_ENV_REFUSALS names, one line each, so that strand-conform judges
+ * the failure it causes as the environment's (ENV); what it does emulate, or what is the caller's
+ * mistake, is not reported. */
+static int check_refusals(svt_end_t *e)
+{
+  char path[] = "/tmp/sv-verbs-refusals.XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp");
+  setenv("STRAND_ENV_REFUSALS", path, 1);
+  static uint8_t buf[4096];
+  struct ibv_mr *mr = ibv_reg_mr(e->pd, buf, sizeof(buf),
+                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(mr, "remote atomic access: no refusal");
+  CHECK(!ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE), "the caller's mistake");
+  CHECK(!ibv_reg_mr_iova(e->pd, buf, sizeof(buf), 0x1000, IBV_ACCESS_LOCAL_WRITE), "iova");
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  CHECK(!ibv_create_srq(e->pd, &sa), "srq");
+  struct ibv_qp_init_attr qa = {.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+                                .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+                                        .max_recv_sge = 1}};
+  CHECK(!ibv_create_qp(e->pd, &qa), "a UD QP");
+  struct ibv_sge sg = {(uintptr_t)buf, 8, mr->lkey};
+  struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
+                           .opcode = IBV_WR_SEND_WITH_INV};
+  struct ibv_send_wr *bad = NULL;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "SEND_WITH_INV");
+  wr.opcode = (enum ibv_wr_opcode)99;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "an opcode verbs does not define");
+  CHECK(ibv_resize_cq(e->cq, 128) == EOPNOTSUPP, "resize_cq");
+  unsetenv("STRAND_ENV_REFUSALS");
+  ibv_dereg_mr(mr);
+  char text[2048] = {0};
+  ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  unlink(path);
+  CHECK(n > 0, "no refusal was reported");
+  static const char *const want[] = {"ibv_reg_mr_iova", "ibv_create_srq", "QP type",
+                                     "opcode 9 refused", "ibv_resize_cq"};
+  int lines = 0;
+  for (char *p = text; *p; p++) lines += *p == '\n';
+  CHECK(lines == 5, "%d refusal lines, want 5:\n%s", lines, text);
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    CHECK(strstr(text, want[i]), "no refusal line with \"%s\":\n%s", want[i], text);
+  CHECK(!strstr(text, "atomic"), "remote atomic access was reported as refused:\n%s", text);
+  return 0;
+}
+
 static int check_channel(svt_end_t *e)
 {
   int fl = fcntl(e->ch->fd, F_GETFL);
@@ -292,8 +341,11 @@ int main(int argc, char **argv)
     return 1;
   ibv_destroy_qp(e.qp);
   e.qp = NULL;
-  if (svt_create_qp(&e, 16, 0) || check_loopback(&e) || check_many_qps(&e)) return 1;
+  if (svt_create_qp(&e, 16, 0) || check_loopback(&e) || check_many_qps(&e) ||
+      check_refusals(&e))
+    return 1;
   svt_close(&e);
-  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback, 300 QPs\n");
+  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback, 300 QPs, "
+         "refusals reported\n");
   return 0;
 }
