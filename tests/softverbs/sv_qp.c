@@ -460,10 +460,7 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
     w->rkey = wr->wr.rdma.rkey;
     w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
     w->local_err = IBV_WC_SUCCESS;
-    if (sv_wr_is_atomic(wr->opcode)) {
-      rc = prepare_atomic(c, ibqp->pd, wr, w);
-      if (rc) break;
-    } else if (inl) {
+    if (inl) {
       uint64_t total = 0;
       for (int i = 0; i < wr->num_sge; i++) total += wr->sg_list[i].length;
       if (total > qp->cap.max_inline_data) {
@@ -485,6 +482,10 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
       int access = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
       w->niov = (uint32_t)wr->num_sge;
       w->local_err = resolve_sges(c, ibqp->pd, wr->sg_list, wr->num_sge, access, w->iov, &w->len);
+    }
+    if (sv_wr_is_atomic(wr->opcode)) { /* its one SGE is where the answer goes: resolved as such */
+      rc = prepare_atomic(c, ibqp->pd, wr, w);
+      if (rc) break;
     }
     if (w->len > (1ull << 31)) {
       rc = EINVAL;

@@ -731,13 +731,6 @@ static void push_recv_wc(sv_qp_t *qp, enum ibv_wc_status st, enum ibv_wc_opcode 
   sv_cq_push(sv_cq(qp->qp.recv_cq), &wc);
 }
 
-static void park(sv_context_t *c, sv_conn_t *k)
-{
-  k->parked = true;
-  k->park_deadline = sv_now_ns() + rnr_ns(k->qp->attr.min_rnr_timer);
-  conn_events(c, k, k->txq ? EPOLLOUT : 0);
-}
-
 /* An atomic request's header: checks the target word, then receives the operands into
  * k->atomic_args (executed in atomic_execute once they are in). A refusal still reads the operands
  * off the stream, then NAKs, as a refused WRITE does. */
@@ -791,6 +784,13 @@ static void atomic_execute(sv_context_t *c, sv_conn_t *k)
   }
   sv_hdr_t rh = {.op = SV_OP_ATOMIC_RESP, .psn = h->psn, .raddr = original};
   resp_queue(c, k, &rh, NULL);
+}
+
+static void park(sv_context_t *c, sv_conn_t *k)
+{
+  k->parked = true;
+  k->park_deadline = sv_now_ns() + rnr_ns(k->qp->attr.min_rnr_timer);
+  conn_events(c, k, k->txq ? EPOLLOUT : 0);
 }
 
 /* Executes the request whose header is in k->hdr; returns false when parked. */
