@@ -1,7 +1,7 @@
 /* strand-conform — failures the test environment caused (docs/conformance.md, "ENV verdicts").
  *
  * A component of the test environment that refuses a request because it does not emulate it
- * (softverbs refusing IBV_ACCESS_REMOTE_ATOMIC, dma-buf, SRQs, ...) appends one line saying so to
+ * (softverbs refusing dma-buf without CUDA, SRQs, atomics on GPU memory, ...) appends one line saying so to
  * the file named by STRAND_ENV_REFUSALS. Each rank parent points that variable at a file of its
  * own, empties it before every check child and reads it when the child is done: a check that
  * failed while the environment refused something is reported as ENV (the plugin could not be

@@ -170,6 +170,7 @@ typedef struct {
   uint32_t niov;
   struct iovec iov[SV_MAX_SGE];
   enum ibv_wc_status local_err; /* a bad lkey found at post time: completes with this */
+  sv_atomic_args_t atomic;      /* an atomic's operands (its payload on the wire) */
   sv_hdr_t hdr;                 /* its wire header, built when it is transmitted */
   uint8_t inline_buf[SV_MAX_INLINE];
   struct sv_gpu_stage *gpu;     /* GPU SGEs staged through host memory (sv_gpu.c); kept per slot */
@@ -222,6 +223,12 @@ typedef struct sv_qp {
   /* responder */
   struct sv_conn *resp;
 } sv_qp_t;
+
+/* The remote atomics: one 8-byte word at the target, the original value into one local SGE. */
+static inline bool sv_wr_is_atomic(enum ibv_wr_opcode op)
+{
+  return op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
 
 static inline sv_context_t *sv_ctx(struct ibv_context *c) { return (sv_context_t *)c; }
 static inline sv_qp_t *sv_qp(struct ibv_qp *q) { return (sv_qp_t *)q; }

@@ -80,6 +80,7 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
   (void)cq, (void)cqe;
+  sv_report_refusal("ibv_resize_cq refused (not emulated)");
   return EOPNOTSUPP;
 }
 

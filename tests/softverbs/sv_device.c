@@ -88,6 +88,7 @@ static int sv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
   (void)pd, (void)type;
+  sv_report_refusal("ibv_alloc_mw refused (memory windows are not emulated)");
   errno = EOPNOTSUPP;
   return NULL;
 }
@@ -190,7 +191,9 @@ SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
   a->max_qp_rd_atom = SV_MAX_RD_ATOMIC;
   a->max_qp_init_rd_atom = SV_MAX_RD_ATOMIC;
   a->max_res_rd_atom = SV_MAX_RD_ATOMIC * SV_QPS_PER_CTX;
-  a->atomic_cap = IBV_ATOMIC_NONE;
+  /* HCA, not GLOB: an atomic is atomic against the other atomics of softverbs (and CPU atomics),
+   * not against RDMA WRITEs or plain CPU stores to the same word. */
+  a->atomic_cap = IBV_ATOMIC_HCA;
   a->max_pkeys = 1;
   a->local_ca_ack_delay = 16;
   a->phys_port_cnt = (uint8_t)c->cfg->nports;

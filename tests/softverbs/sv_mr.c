@@ -53,11 +53,6 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
     errno = EINVAL;
     return NULL;
   }
-  if (access & IBV_ACCESS_REMOTE_ATOMIC) {
-    sv_report_refusal("ibv_reg_mr: IBV_ACCESS_REMOTE_ATOMIC refused (atomics are not emulated)");
-    errno = EOPNOTSUPP; /* atomics are not emulated */
-    return NULL;
-  }
   if (iova != (uint64_t)(uintptr_t)addr) {
     sv_report_refusal("ibv_reg_mr_iova: an iova other than the address refused (not emulated)");
     errno = EOPNOTSUPP; /* remote addresses are virtual addresses here */
@@ -175,6 +170,7 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
                            size_t length, int access)
 {
   (void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
+  sv_report_refusal("ibv_rereg_mr refused (not emulated)");
   errno = EOPNOTSUPP;
   return IBV_REREG_MR_ERR_INPUT;
 }

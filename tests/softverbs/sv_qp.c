@@ -10,6 +10,7 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 {
   sv_context_t *c = sv_ctx(pd->context);
   if (init->qp_type != IBV_QPT_RC) {
+    sv_report_refusal("ibv_create_qp: QP type %d refused (only RC is emulated)", (int)init->qp_type);
     errno = EOPNOTSUPP; /* only RC is emulated */
     return NULL;
   }
@@ -288,6 +289,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
   (void)qp;
+  sv_report_refusal("ibv_qp_to_qp_ex refused (extended QPs, the ibv_wr_* API, are not emulated)");
   errno = EOPNOTSUPP; /* the ibv_wr_* API needs an extended QP: not emulated */
   return NULL;
 }
@@ -301,6 +303,10 @@ static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
     return IBV_WC_RDMA_WRITE;
   case IBV_WR_RDMA_READ:
     return IBV_WC_RDMA_READ;
+  case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    return IBV_WC_FETCH_ADD;
+  case IBV_WR_ATOMIC_CMP_AND_SWP:
+    return IBV_WC_COMP_SWAP;
   default:
     return IBV_WC_SEND;
   }
@@ -316,7 +322,8 @@ void sv_qp_complete_send(sv_qp_t *qp, uint64_t seq, enum ibv_wc_status status)
     wc.status = status;
     wc.opcode = send_wc_opcode(w->op);
     wc.qp_num = qp->qp.qp_num;
-    if (status == IBV_WC_SUCCESS && (w->op == IBV_WR_RDMA_READ)) wc.byte_len = (uint32_t)w->len;
+    if (status == IBV_WC_SUCCESS && (w->op == IBV_WR_RDMA_READ || sv_wr_is_atomic(w->op)))
+      wc.byte_len = (uint32_t)w->len; /* an atomic's is 8: the original value it returned */
     sv_cq_push(sv_cq(qp->qp.send_cq), &wc);
   }
   if (w->gpu) sv_gpu_stage_done(w->gpu);
@@ -384,6 +391,40 @@ static enum ibv_wc_status resolve_sges(sv_context_t *c, struct ibv_pd *pd, const
   return st;
 }
 
+/* A send opcode that verbs defines but softverbs does not execute is the environment's limit, not
+ * the caller's mistake: say so (STRAND_ENV_REFUSALS). A value verbs does not define is not. */
+static void report_unemulated_opcode(enum ibv_wr_opcode op)
+{
+  switch (op) {
+  case IBV_WR_SEND_WITH_INV:
+  case IBV_WR_LOCAL_INV:
+  case IBV_WR_BIND_MW:
+  case IBV_WR_TSO:
+  case IBV_WR_DRIVER1:
+  case IBV_WR_ATOMIC_WRITE:
+    sv_report_refusal("ibv_post_send: opcode %d refused (not emulated)", (int)op);
+    break;
+  default:
+    break;
+  }
+}
+
+/* An atomic WR: exactly one local SGE of 8 bytes, which receives the original value (so it needs
+ * local write), as rxe demands at post time; the remote word's alignment is the responder's check
+ * (a NAK, as on a wire). EINVAL for a malformed WR. */
+static int prepare_atomic(sv_context_t *c, struct ibv_pd *pd, const struct ibv_send_wr *wr,
+                          sv_swqe_t *w)
+{
+  if (wr->num_sge != 1 || wr->sg_list[0].length != 8) return EINVAL;
+  w->raddr = wr->wr.atomic.remote_addr;
+  w->rkey = wr->wr.atomic.rkey;
+  w->atomic.compare_add = wr->wr.atomic.compare_add;
+  w->atomic.swap = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : 0;
+  w->niov = 1;
+  w->local_err = resolve_sges(c, pd, wr->sg_list, 1, IBV_ACCESS_LOCAL_WRITE, w->iov, &w->len);
+  return 0;
+}
+
 int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
   sv_qp_t *qp = sv_qp(ibqp);
@@ -399,11 +440,13 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
     }
     if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
         wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM &&
-        wr->opcode != IBV_WR_RDMA_READ) {
+        wr->opcode != IBV_WR_RDMA_READ && !sv_wr_is_atomic(wr->opcode)) {
+      report_unemulated_opcode(wr->opcode);
       rc = EINVAL;
       break;
     }
-    bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
+    bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
+               !sv_wr_is_atomic(wr->opcode);
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge) {
       rc = EINVAL;
       break;
@@ -448,11 +491,22 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
       w->niov = (uint32_t)wr->num_sge;
       w->local_err = resolve_sges(c, ibqp->pd, wr->sg_list, wr->num_sge, access, w->iov, &w->len);
     }
+    if (sv_wr_is_atomic(wr->opcode)) { /* its one SGE is where the answer goes: resolved as such */
+      rc = prepare_atomic(c, ibqp->pd, wr, w);
+      if (rc) break;
+    }
     if (w->len > (1ull << 31)) {
       rc = EINVAL;
       break;
     }
-    if (c->ngpu_mrs && !inl && w->local_err == IBV_WC_SUCCESS)
+    if (c->ngpu_mrs && sv_wr_is_atomic(wr->opcode) && w->local_err == IBV_WC_SUCCESS) {
+      /* the original value is written by the CPU: its SGE must be host memory */
+      sv_mr_t *m = sv_mr_lookup(c, wr->sg_list[0].lkey);
+      if (m && m->gpu_ctx) {
+        sv_report_refusal("atomic with its local SGE in GPU memory (atomics are executed on host memory only)");
+        w->local_err = IBV_WC_LOC_PROT_ERR;
+      }
+    } else if (c->ngpu_mrs && !inl && w->local_err == IBV_WC_SUCCESS)
       w->local_err = sv_gpu_stage_wr(c, wr->sg_list, wr->num_sge, w->iov, &w->niov, w->len,
                                      &w->gpu, wr->opcode != IBV_WR_RDMA_READ);
     qp->sq_tail++;

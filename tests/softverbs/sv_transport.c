@@ -25,7 +25,7 @@ typedef struct sv_resp {
 } sv_resp_t;
 
 enum sv_role { SV_PENDING, SV_REQUESTER, SV_RESPONDER };
-enum sv_action { A_NONE, A_WRITE, A_WRITE_IMM, A_SEND, A_NAK };
+enum sv_action { A_NONE, A_WRITE, A_WRITE_IMM, A_SEND, A_NAK, A_ATOMIC };
 
 typedef struct sv_conn {
   struct sv_conn *next;
@@ -45,6 +45,7 @@ typedef struct sv_conn {
   uint32_t rpos, rend;
   enum sv_action action;
   enum ibv_wc_status nak_status;
+  sv_atomic_args_t atomic_args; /* the operands of the atomic request being received */
   /* responder */
   bool parked, nakked;
   uint32_t reads_out; /* READ responses queued, not yet fully sent: requests behind a READ wait */
@@ -412,10 +413,18 @@ static bool fail_at_head(sv_qp_t *qp, enum ibv_wc_status st)
   return true;
 }
 
-/* Bytes of one request on the wire: header, then the payload (none for a READ request). */
+/* Payload bytes of one request on the wire: none for a READ request, the two operands for an
+ * atomic (its local SGE is where the answer goes), the data otherwise. */
+static uint64_t wr_payload(const sv_swqe_t *w)
+{
+  if (sv_wr_is_atomic(w->op)) return sizeof(sv_atomic_args_t);
+  return w->op == IBV_WR_RDMA_READ ? 0 : w->len;
+}
+
+/* Bytes of one request on the wire: header, then the payload. */
 static uint64_t wr_bytes(const sv_swqe_t *w)
 {
-  return sizeof(sv_hdr_t) + (w->op == IBV_WR_RDMA_READ ? 0 : w->len);
+  return sizeof(sv_hdr_t) + wr_payload(w);
 }
 
 static void build_hdr(sv_swqe_t *w, uint64_t seq)
@@ -424,26 +433,34 @@ static void build_hdr(sv_swqe_t *w, uint64_t seq)
                                 [IBV_WR_RDMA_WRITE_WITH_IMM] = SV_OP_WRITE_IMM,
                                 [IBV_WR_SEND] = SV_OP_SEND,
                                 [IBV_WR_SEND_WITH_IMM] = SV_OP_SEND_IMM,
-                                [IBV_WR_RDMA_READ] = SV_OP_READ_REQ};
+                                [IBV_WR_RDMA_READ] = SV_OP_READ_REQ,
+                                [IBV_WR_ATOMIC_FETCH_AND_ADD] = SV_OP_FETCH_ADD,
+                                [IBV_WR_ATOMIC_CMP_AND_SWP] = SV_OP_CMP_SWP};
   memset(&w->hdr, 0, sizeof(w->hdr));
   w->hdr.op = ops[w->op];
   w->hdr.imm = w->imm;
   w->hdr.psn = (uint32_t)seq;
   w->hdr.rkey = w->rkey;
   w->hdr.raddr = w->raddr;
-  w->hdr.len = w->len;
+  /* an atomic's len is its operands' (the word is 8 bytes); a READ's is the length asked for */
+  w->hdr.len = sv_wr_is_atomic(w->op) ? sizeof(sv_atomic_args_t) : w->len;
 }
 
 /* Appends the iovecs of request w from byte `skip` on to v[n..]; returns the new count. */
 static int wr_iov(sv_swqe_t *w, uint64_t skip, struct iovec *v, int n)
 {
-  uint64_t plen = w->op == IBV_WR_RDMA_READ ? 0 : w->len;
+  uint64_t plen = wr_payload(w);
   if (skip < sizeof(sv_hdr_t)) {
     v[n].iov_base = (char *)&w->hdr + skip;
     v[n++].iov_len = sizeof(sv_hdr_t) - skip;
     skip = 0;
   } else {
     skip -= sizeof(sv_hdr_t);
+  }
+  if (sv_wr_is_atomic(w->op)) { /* the operands; the SGE is the destination of the answer */
+    v[n].iov_base = (char *)&w->atomic + skip;
+    v[n++].iov_len = plen - skip;
+    return n;
   }
   for (uint32_t i = 0; plen && i < w->niov; i++) {
     if (skip >= w->iov[i].iov_len) {
@@ -561,6 +578,24 @@ static void ack_before(sv_qp_t *qp, uint64_t seq)
     sv_qp_complete_send(qp, qp->sq_head, IBV_WC_SUCCESS);
 }
 
+/* The answer to atomic `seq`: like a READ response, it completes the WRs before it, then the
+ * atomic itself, whose local SGE (8 bytes, checked at post time) receives the original value.
+ * False when the response does not match the request (the QP has failed). */
+static bool atomic_resp(sv_qp_t *qp, const sv_hdr_t *h, uint64_t seq)
+{
+  ack_before(qp, seq);
+  sv_swqe_t *w = &qp->sq[seq % qp->sq_cap];
+  if (qp->sq_head != seq || !sv_wr_is_atomic(w->op) || w->niov != 1 || w->iov[0].iov_len != 8) {
+    sv_qp_set_error(qp, IBV_WC_BAD_RESP_ERR);
+    return false;
+  }
+  qp->rnr_count = 0;
+  uint64_t original = h->raddr;
+  memcpy(w->iov[0].iov_base, &original, sizeof(original));
+  sv_qp_complete_send(qp, seq, IBV_WC_SUCCESS);
+  return true;
+}
+
 static void req_rx(sv_context_t *c, sv_qp_t *qp)
 {
   sv_conn_t *k = qp->req;
@@ -626,6 +661,9 @@ static void req_rx(sv_context_t *c, sv_qp_t *qp)
         }
         break;
       }
+      case SV_OP_ATOMIC_RESP:
+        if (!atomic_resp(qp, &h, seq)) return;
+        break;
       case SV_OP_NAK:
         ack_before(qp, seq);
         SV_TRACE("QP %#x: NAK %s for request %u", qp->qp.qp_num,
@@ -706,6 +744,66 @@ static void push_recv_wc(sv_qp_t *qp, enum ibv_wc_status st, enum ibv_wc_opcode 
   }
   qp->rq_head++;
   sv_cq_push(sv_cq(qp->qp.recv_cq), &wc);
+}
+
+/* An atomic request's header: checks the target word, then receives the operands into
+ * k->atomic_args (executed in atomic_execute once they are in). A refusal still reads the operands
+ * off the stream, then NAKs, as a refused WRITE does. */
+static void atomic_dispatch(sv_context_t *c, sv_conn_t *k)
+{
+  sv_qp_t *qp = k->qp;
+  const sv_hdr_t *h = &k->hdr;
+  const char *why = NULL;
+  enum ibv_wc_status st = IBV_WC_REM_ACCESS_ERR;
+  if (h->len != sizeof(sv_atomic_args_t)) {
+    why = "malformed (operands of the wrong size)";
+    st = IBV_WC_REM_INV_REQ_ERR;
+  } else if (h->raddr % 8 != 0) {
+    /* IB: an atomic's address is 8-byte aligned, else the responder NAKs "invalid request" */
+    why = "the address is not 8-byte aligned";
+    st = IBV_WC_REM_INV_REQ_ERR;
+  } else if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
+    why = "the QP does not allow remote atomics";
+  } else {
+    why = sv_mr_check(c, qp->qp.pd, h->rkey, h->raddr, 8, IBV_ACCESS_REMOTE_ATOMIC);
+    sv_mr_t *m = why ? NULL : sv_mr_lookup(c, h->rkey);
+    if (m && m->gpu_ctx) { /* a CPU atomic on a device address would crash the progress thread */
+      why = "the word is in GPU memory (softverbs executes atomics on host memory only)";
+      sv_report_refusal("remote atomic on a GPU region (atomics are executed on host memory only)");
+    }
+  }
+  if (why) {
+    SV_TRACE("QP %#x: atomic %#llx rkey %#x refused: %s", qp->qp.qp_num,
+             (unsigned long long)h->raddr, h->rkey, why);
+    k->action = A_NAK;
+    k->nak_status = st;
+    k->discard = true;
+    k->left = h->len;
+    return;
+  }
+  struct iovec t = {.iov_base = &k->atomic_args, .iov_len = sizeof(k->atomic_args)};
+  set_iov(k, &t, 1, sizeof(k->atomic_args));
+  k->action = A_ATOMIC;
+}
+
+/* Executes the atomic whose operands have arrived, and queues the original value as its response.
+ * Requests run in stream order, so the atomic sees every earlier WRITE of the QP, and the value is
+ * taken now, so later requests need not wait for the response to go out. The operation itself is
+ * a CPU atomic: several contexts (each with its own progress thread) may target one word. */
+static void atomic_execute(sv_context_t *c, sv_conn_t *k)
+{
+  const sv_hdr_t *h = &k->hdr;
+  uint64_t *word = (uint64_t *)(uintptr_t)h->raddr;
+  uint64_t original;
+  if (h->op == SV_OP_FETCH_ADD) {
+    original = __atomic_fetch_add(word, k->atomic_args.compare_add, __ATOMIC_SEQ_CST);
+  } else {
+    original = k->atomic_args.compare_add; /* on a mismatch it becomes the word's value */
+    __atomic_compare_exchange_n(word, &original, k->atomic_args.swap, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+  }
+  sv_hdr_t rh = {.op = SV_OP_ATOMIC_RESP, .psn = h->psn, .raddr = original};
+  resp_queue(c, k, &rh, NULL);
 }
 
 static void park(sv_context_t *c, sv_conn_t *k)
@@ -858,6 +956,10 @@ static bool resp_dispatch(sv_context_t *c, sv_conn_t *k)
       else if (owned) free(src);
     }
     return true;
+  case SV_OP_FETCH_ADD:
+  case SV_OP_CMP_SWP:
+    atomic_dispatch(c, k);
+    break;
   default:
     sv_log("QP %#x: unknown request op %u from the peer: closing", qp->qp.qp_num, h->op);
     conn_close(c, k);
@@ -896,6 +998,9 @@ static void resp_finish(sv_context_t *c, sv_conn_t *k)
   case A_SEND:
     push_recv_wc(qp, IBV_WC_SUCCESS, IBV_WC_RECV, h->len, h, h->op == SV_OP_SEND_IMM);
     resp_queue(c, k, &ack, NULL);
+    break;
+  case A_ATOMIC:
+    atomic_execute(c, k);
     break;
   case A_NAK:
     resp_fail(c, k, k->nak_status,

@@ -21,7 +21,18 @@ enum sv_op {
   SV_OP_NAK,        /* request psn failed with status (an ibv_wc_status); earlier ones done */
   SV_OP_RNR_NAK,    /* request psn waits for a receive buffer (sent every min_rnr_timer) */
   SV_OP_READ_RESP,  /* len bytes of data for READ psn follow */
+  /* Atomics (appended, so the values above keep their numbers): raddr/rkey name the 8-byte word,
+   * len is 16 and the payload is two 64-bit operands (sv_atomic_args_t). */
+  SV_OP_FETCH_ADD,  /* word += add; the original value goes back */
+  SV_OP_CMP_SWP,    /* if word == compare: word = swap; the original value goes back */
+  SV_OP_ATOMIC_RESP, /* responder -> requester: raddr = the word's original value, no payload */
 };
+
+/* The payload of an atomic request. */
+typedef struct {
+  uint64_t compare_add; /* FETCH_ADD: the addend; CMP_SWP: the value compared with */
+  uint64_t swap;        /* CMP_SWP: the value stored on a match; FETCH_ADD: unused */
+} sv_atomic_args_t;
 
 typedef struct {
   uint8_t op;
@@ -35,5 +46,6 @@ typedef struct {
 } sv_hdr_t;
 
 _Static_assert(sizeof(sv_hdr_t) == 32, "wire header is 32 bytes");
+_Static_assert(sizeof(sv_atomic_args_t) == 16, "atomic operands are 16 bytes");
 
 #endif

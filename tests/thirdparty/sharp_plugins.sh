@@ -15,6 +15,8 @@
 # WORK_DIR          where the copy, the build and the results go (default /tmp/strand-sharp).
 # CUDA_HOME         the CUDA toolkit (default /usr/local/cuda); only headers and libcudart are used,
 #                   no GPU is needed.
+# SYSFS=1           run strand-conform under tests/softverbs/sv-sysfs (root needed): the plugin then
+#                   finds /sys/class/infiniband/sv0/device and a PCI path, as on a host with a NIC.
 #
 # What it adapts, and why (each is said again in the output):
 #  - libmlx5.so.1: the plugin links it for one call, mlx5dv_is_supported(); the system's libmlx5 needs
@@ -30,17 +32,25 @@
 # checks measured up to 90 s with a 30 s call bound (the plugin's connect sleeps inside the call
 # between retries), which show how long its connect really takes to give up.
 set -eu
-[ $# -ge 2 ] || { sed -n '2,32p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,34p' "$0"; exit 2; }
 SRC=$(cd "$1" && pwd)
 BUILD=$(cd "$2" && pwd)
 WORK=${3:-/tmp/strand-sharp}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 FIX=${FIX:-1}
+SYSFS=${SYSFS:-0}
+SVSYSFS=$(cd "$(dirname "$0")/../softverbs" && pwd)/sv-sysfs
 CONFORM=$BUILD/tests/conform/strand-conform
 SOFTVERBS=$BUILD/tests/softverbs
 [ -x "$CONFORM" ] || { echo "no strand-conform in $BUILD (ninja -C $BUILD)"; exit 2; }
 [ -e "$SOFTVERBS/libibverbs.so.1" ] || { echo "no softverbs in $SOFTVERBS (needs libibverbs-dev)"; exit 2; }
 [ -e "$CUDA_HOME/include/cuda_runtime.h" ] || { echo "no CUDA toolkit at $CUDA_HOME (set CUDA_HOME)"; exit 2; }
+# With SYSFS=1 every strand-conform run goes through sv-sysfs (it checks root and unshare itself).
+RUN=
+if [ "$SYSFS" = 1 ]; then
+  RUN="$SVSYSFS --"
+  $RUN true || exit 2
+fi
 
 mkdir -p "$WORK"
 rm -rf "$WORK/src"
@@ -72,11 +82,12 @@ cc -shared -fPIC -o "$WORK/mlx5stub/libmlx5.so.1" "$WORK/mlx5stub/mlx5stub.c" \
 
 export LD_LIBRARY_PATH="$WORK/mlx5stub:$SOFTVERBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 rc=0
+[ -z "$RUN" ] || echo "== under sv-sysfs: /sys/class/infiniband/sv0 -> $($RUN readlink -f /sys/class/infiniband/sv0/device)"
 echo "== strand-conform --quick (ENV rows: softverbs refused what the check needed)"
-"$CONFORM" --quick --compact --json "$WORK/conform.json" "$PLUGIN" > "$WORK/conform.txt" 2>&1 || rc=$?
+$RUN "$CONFORM" --quick --compact --json "$WORK/conform.json" "$PLUGIN" > "$WORK/conform.txt" 2>&1 || rc=$?
 grep -v '^ *> ' "$WORK/conform.txt" | grep -E '^(FAIL|ENV|[0-9]+ (passed|check))' | head -80
 echo "== stale connects measured up to 90 s (--stale-bound 90 --call-bound 30)"
-"$CONFORM" --quick --stale-bound 90 --call-bound 30 --only=conn.stale-handle,conn.dead-peer "$PLUGIN" \
+$RUN "$CONFORM" --quick --stale-bound 90 --call-bound 30 --only=conn.stale-handle,conn.dead-peer "$PLUGIN" \
   > "$WORK/stale.txt" 2>&1 || rc=$?
 grep -v '^ *> ' "$WORK/stale.txt"
 exit $rc

@@ -4,7 +4,10 @@
  * IBV_WC_RNR_RETRY_EXC_ERR); a killed peer ends in IBV_WC_RETRY_EXC_ERR within the bound
  * timeout/retry_cnt give; the fault knobs (drop, fail-after, port down, device fatal) behave as
  * README.md says; an async event dies with its QP if unread, and destroying the QP waits for the
- * acknowledgement of one handed out (as rdma-core). Usage: sv_fault_test <case>. */
+ * acknowledgement of one handed out (as rdma-core); a refused atomic fails the way a NIC's
+ * responder fails it (misaligned: IBV_WC_REM_INV_REQ_ERR and QP_REQ_ERR at the target; no atomic
+ * access on the region or the QP: IBV_WC_REM_ACCESS_ERR and QP_ACCESS_ERR) and leaves the target
+ * word alone. Usage: sv_fault_test <case>. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,16 +81,16 @@ static int qp_state(struct ibv_qp *qp)
   return a.qp_state;
 }
 
-/* ---- wrong rkey / stale rkey / out of bounds / no remote read */
-static int post_bad_then_more(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, uint64_t raddr,
-                              uint32_t rkey, uint32_t len, enum ibv_wr_opcode op, int fd)
+/* ---- wrong rkey / stale rkey / out of bounds / no remote read / refused atomics */
+/* After WR 1 (posted by the caller) that the target refuses: WR 1 fails with `st`, the two WRs
+ * behind it are flushed, the QP is in ERR, and a WR posted then is flushed too. */
+static int fails_then_flushes(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, uint64_t raddr,
+                              uint32_t rkey, enum ibv_wc_status st, int fd)
 {
-  CHECK(svt_post_rdma(e->qp, op, 1, buf, len, mr->lkey, raddr, rkey, 0, IBV_SEND_SIGNALED) == 0,
-        "post");
   CHECK(svt_post_rdma(e->qp, IBV_WR_RDMA_WRITE, 2, buf, 8, mr->lkey, raddr, rkey, 0,
                       IBV_SEND_SIGNALED) == 0, "post");
   CHECK(svt_post_rdma(e->qp, IBV_WR_SEND, 3, buf, 8, mr->lkey, 0, 0, 0, 0) == 0, "post");
-  if (expect_wc(e->cq, 1, IBV_WC_REM_ACCESS_ERR, 5000)) return 1;
+  if (expect_wc(e->cq, 1, st, 5000)) return 1;
   if (expect_wc(e->cq, 2, IBV_WC_WR_FLUSH_ERR, 5000)) return 1;
   if (expect_wc(e->cq, 3, IBV_WC_WR_FLUSH_ERR, 5000)) return 1; /* unsignaled, flushed anyway */
   CHECK(qp_state(e->qp) == IBV_QPS_ERR, "requester QP in ERR");
@@ -96,6 +99,39 @@ static int post_bad_then_more(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, uin
                       IBV_SEND_SIGNALED) == 0, "post in ERR");
   if (expect_wc(e->cq, 4, IBV_WC_WR_FLUSH_ERR, 1000)) return 1;
   return svt_sync(fd); /* the target stays until the initiator has seen everything */
+}
+
+static int post_bad_then_more(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, uint64_t raddr,
+                              uint32_t rkey, uint32_t len, enum ibv_wr_opcode op, int fd)
+{
+  CHECK(svt_post_rdma(e->qp, op, 1, buf, len, mr->lkey, raddr, rkey, 0, IBV_SEND_SIGNALED) == 0,
+        "post");
+  return fails_then_flushes(e, mr, buf, raddr, rkey, IBV_WC_REM_ACCESS_ERR, fd);
+}
+
+/* A fetch-add the target refuses: an address off the 8-byte grid is an invalid request (a NAK of
+ * that kind on a wire); a region or QP without remote atomic access is an access error. */
+static int atomic_refused(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, uint64_t raddr,
+                          uint32_t rkey, enum ibv_wc_status st, int fd)
+{
+  CHECK(svt_post_atomic(e->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, (uint64_t *)(buf + 1024),
+                        mr->lkey, raddr, rkey, 1, 0, IBV_SEND_SIGNALED) == 0,
+        "post fetch-add");
+  return fails_then_flushes(e, mr, buf, raddr, rkey, st, fd);
+}
+
+static int init_atomic_misaligned(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf,
+                                  const svt_info_t *p, int fd, int child)
+{
+  (void)child;
+  return atomic_refused(e, mr, buf, p->addr + 4, p->rkey, IBV_WC_REM_INV_REQ_ERR, fd);
+}
+
+static int init_atomic_denied(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, const svt_info_t *p,
+                              int fd, int child)
+{
+  (void)child;
+  return atomic_refused(e, mr, buf, p->addr + 8, p->rkey, IBV_WC_REM_ACCESS_ERR, fd);
 }
 
 static int init_wrong_rkey(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, const svt_info_t *p,
@@ -138,6 +174,28 @@ static int targ_access_err(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd
   if (wait_async(e->ctx, IBV_EVENT_QP_ACCESS_ERR, 5000)) return 1;
   CHECK(qp_state(e->qp) == IBV_QPS_ERR, "target QP in ERR");
   return svt_sync(fd);
+}
+
+/* The target of a refused atomic: its QP fails with the event of the error's kind, and the word
+ * (nor anything behind it) was not touched. */
+static int targ_atomic_refused(svt_end_t *e, uint8_t *buf, enum ibv_event_type ev, int fd)
+{
+  if (wait_async(e->ctx, ev, 5000)) return 1;
+  CHECK(qp_state(e->qp) == IBV_QPS_ERR, "target QP in ERR");
+  for (int i = 0; i < 64; i++) CHECK(buf[i] == 0, "byte %d of the target changed", i);
+  return svt_sync(fd);
+}
+
+static int targ_atomic_inv_req(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
+{
+  (void)mr;
+  return targ_atomic_refused(e, buf, IBV_EVENT_QP_REQ_ERR, fd);
+}
+
+static int targ_atomic_access(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
+{
+  (void)mr;
+  return targ_atomic_refused(e, buf, IBV_EVENT_QP_ACCESS_ERR, fd);
 }
 
 /* rdma-core's promise about affiliated async events (ibv_get_async_event(3)), which a plugin's
@@ -462,6 +520,9 @@ static int targ_idle(svt_end_t *e, struct ibv_mr *mr, uint8_t *buf, int fd)
 #define P(t, r, rr, mrt)                                                                           \
   ((svt_qp_params_t){.timeout = (t), .retry_cnt = (r), .rnr_retry = (rr), .min_rnr_timer = (mrt),  \
                      .access = RW})
+#define RWA (RW | IBV_ACCESS_REMOTE_ATOMIC)
+#define PA ((svt_qp_params_t){.timeout = 16, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12,   \
+                              .access = RWA})
 static const fault_case_t cases[] = {
   {"wrong-rkey", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_wrong_rkey, targ_access_err},
   {"stale-rkey", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_stale, targ_stale},
@@ -472,6 +533,9 @@ static const fault_case_t cases[] = {
    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, init_no_read, targ_access_err},
   {"recv-too-small", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_recv_too_small,
    targ_recv_too_small},
+  {"atomic-misaligned", PA, PA, RWA, init_atomic_misaligned, targ_atomic_inv_req},
+  {"atomic-no-access", PA, PA, RW, init_atomic_denied, targ_atomic_access},
+  {"atomic-qp-no-access", PA, P(16, 7, 7, 12), RWA, init_atomic_denied, targ_atomic_access},
   {"cq-order", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_cq_order, targ_cq_order},
   {"rnr-exceeded", P(16, 7, 2, 1), P(16, 7, 7, 1), RW, init_rnr_exceeded, targ_idle},
   {"rnr-recovered", P(16, 7, 7, 12), P(16, 7, 7, 12), RW, init_rnr_recovered, targ_rnr_recovered},

@@ -202,3 +202,18 @@ int svt_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, ui
   struct ibv_recv_wr *bad = NULL;
   return ibv_post_recv(qp, &wr, &bad);
 }
+
+int svt_post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *result,
+                    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+                    uint64_t swap, unsigned flags)
+{
+  struct ibv_sge sge = {.addr = (uintptr_t)result, .length = 8, .lkey = lkey};
+  struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+                           .send_flags = flags};
+  wr.wr.atomic.remote_addr = raddr;
+  wr.wr.atomic.rkey = rkey;
+  wr.wr.atomic.compare_add = compare_add;
+  wr.wr.atomic.swap = swap;
+  struct ibv_send_wr *bad = NULL;
+  return ibv_post_send(qp, &wr, &bad);
+}

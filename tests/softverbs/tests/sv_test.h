@@ -66,5 +66,10 @@ int svt_post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void
                   uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
                   unsigned flags);
 int svt_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *buf, uint32_t len, uint32_t lkey);
+/* A FETCH_AND_ADD (compare_add = the addend) or CMP_AND_SWP: the original value of the remote word
+ * lands in *result (8 bytes of a region with local write, key lkey). */
+int svt_post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *result,
+                    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+                    uint64_t swap, unsigned flags);
 
 #endif

@@ -2,7 +2,8 @@
  * table), PD/MR rules (access-flag checks, bounds, distinct keys, dma-buf refused, PD in use),
  * the RC state machine with its attribute masks (a wrong mask is EINVAL, like a real device),
  * posting in the wrong state, local key errors as completions, and a loopback QP pair inside one
- * context. With argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
+ * context, and which refusals are reported as the environment's (STRAND_ENV_REFUSALS). With
+ * argument "multi" (SOFTVERBS_NDEVS=2 SOFTVERBS_NPORTS=2): two devices, two ports.
  * With "badenv" (an invalid SOFTVERBS_* value in the environment): no device at all. */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -20,6 +21,8 @@ static int check_device(struct ibv_context *ctx, int nports)
   CHECK(ibv_query_device(ctx, &da) == 0, "query_device");
   CHECK(da.phys_port_cnt == nports, "phys_port_cnt %d, want %d", da.phys_port_cnt, nports);
   CHECK(da.max_qp_wr > 0 && da.max_sge >= 4 && da.max_cqe > 0, "device limits");
+  CHECK(da.atomic_cap == IBV_ATOMIC_HCA && da.max_qp_rd_atom > 0,
+        "remote atomics, atomic among the device's own operations (atomic_cap %d)", da.atomic_cap);
   struct ibv_device_attr_ex dx;
   CHECK(ibv_query_device_ex(ctx, NULL, &dx) == 0 && dx.orig_attr.phys_port_cnt == nports,
         "query_device_ex falls back to query_device");
@@ -60,6 +63,12 @@ static int check_mr(svt_end_t *e)
   errno = 0;
   CHECK(!ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL,
         "remote write needs local write");
+  errno = 0;
+  CHECK(!ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_REMOTE_ATOMIC) && errno == EINVAL,
+        "remote atomic needs local write");
+  struct ibv_mr *c = ibv_reg_mr(e->pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(c, "remote atomic access is accepted: %s", strerror(errno));
+  CHECK(ibv_dereg_mr(c) == 0, "dereg");
   errno = 0;
   CHECK(!ibv_reg_mr(e->pd, buf, 0, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "zero length");
   errno = 0;
@@ -207,6 +216,17 @@ static int check_loopback(svt_end_t *e)
   CHECK(svt_poll(e->cq, &wc, 5000) == 1 && wc.wr_id == 11 && wc.status == IBV_WC_SUCCESS,
         "loopback write: %s", ibv_wc_status_str(wc.status));
   CHECK(memcmp(src, dst, sizeof(src)) == 0, "loopback data");
+  /* an atomic takes exactly one local SGE of 8 bytes: anything else is refused at post time */
+  struct ibv_sge sg[2] = {{(uintptr_t)src, 8, ms->lkey}, {(uintptr_t)src + 8, 8, ms->lkey}};
+  struct ibv_send_wr wr = {.wr_id = 12, .sg_list = sg, .num_sge = 2,
+                           .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED};
+  wr.wr.atomic.remote_addr = (uintptr_t)dst;
+  wr.wr.atomic.rkey = md->rkey;
+  struct ibv_send_wr *bad = NULL;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL && bad == &wr, "an atomic with two SGEs");
+  wr.num_sge = 1;
+  sg[0].length = 4;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "an atomic with a 4-byte SGE");
   ibv_destroy_qp(b.qp);
   ibv_dereg_mr(ms);
   ibv_dereg_mr(md);
@@ -248,6 +268,54 @@ static int check_many_qps(svt_end_t *e)
   for (int i = 0; i < N; i++) ibv_destroy_qp(qps[i]);
   ibv_dereg_mr(ms);
   ibv_dereg_mr(md);
+  return 0;
+}
+
+/* What softverbs refuses because it does not emulate it (not because the caller is wrong) is
+ * reported to the file STRAND_ENV_REFUSALS names, one line each, so that strand-conform judges
+ * the failure it causes as the environment's (ENV); what it does emulate, or what is the caller's
+ * mistake, is not reported. */
+static int check_refusals(svt_end_t *e)
+{
+  char path[] = "/tmp/sv-verbs-refusals.XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp");
+  setenv("STRAND_ENV_REFUSALS", path, 1);
+  static uint8_t buf[4096];
+  struct ibv_mr *mr = ibv_reg_mr(e->pd, buf, sizeof(buf),
+                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(mr, "remote atomic access: no refusal");
+  CHECK(!ibv_reg_mr(e->pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE), "the caller's mistake");
+  CHECK(!ibv_reg_mr_iova(e->pd, buf, sizeof(buf), 0x1000, IBV_ACCESS_LOCAL_WRITE), "iova");
+  struct ibv_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 1}};
+  CHECK(!ibv_create_srq(e->pd, &sa), "srq");
+  struct ibv_qp_init_attr qa = {.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+                                .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+                                        .max_recv_sge = 1}};
+  CHECK(!ibv_create_qp(e->pd, &qa), "a UD QP");
+  struct ibv_sge sg = {(uintptr_t)buf, 8, mr->lkey};
+  struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
+                           .opcode = IBV_WR_SEND_WITH_INV};
+  struct ibv_send_wr *bad = NULL;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "SEND_WITH_INV");
+  wr.opcode = (enum ibv_wr_opcode)99;
+  CHECK(ibv_post_send(e->qp, &wr, &bad) == EINVAL, "an opcode verbs does not define");
+  CHECK(ibv_resize_cq(e->cq, 128) == EOPNOTSUPP, "resize_cq");
+  unsetenv("STRAND_ENV_REFUSALS");
+  ibv_dereg_mr(mr);
+  char text[2048] = {0};
+  ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  unlink(path);
+  CHECK(n > 0, "no refusal was reported");
+  static const char *const want[] = {"ibv_reg_mr_iova", "ibv_create_srq", "QP type",
+                                     "opcode 9 refused", "ibv_resize_cq"};
+  int lines = 0;
+  for (char *p = text; *p; p++) lines += *p == '\n';
+  CHECK(lines == 5, "%d refusal lines, want 5:\n%s", lines, text);
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    CHECK(strstr(text, want[i]), "no refusal line with \"%s\":\n%s", want[i], text);
+  CHECK(!strstr(text, "atomic"), "remote atomic access was reported as refused:\n%s", text);
   return 0;
 }
 
@@ -298,8 +366,11 @@ int main(int argc, char **argv)
     return 1;
   ibv_destroy_qp(e.qp);
   e.qp = NULL;
-  if (svt_create_qp(&e, 16, 0) || check_loopback(&e) || check_many_qps(&e)) return 1;
+  if (svt_create_qp(&e, 16, 0) || check_loopback(&e) || check_many_qps(&e) ||
+      check_refusals(&e))
+    return 1;
   svt_close(&e);
-  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback, 300 QPs\n");
+  printf("ok: device/port/GID queries, MR rules, QP state machine, local errors, loopback, 300 QPs, "
+         "refusals reported\n");
   return 0;
 }
