@@ -41,7 +41,11 @@ grep -m1 '^# NCCL:' "$build/ib-builtin.base.log" || true
 "$svsysfs" --ndevs 1 -- sh -c 'echo "# sv0 -> $(readlink -f /sys/class/infiniband/sv0/device)"' ||
   cannot "sv-sysfs failed"
 
-envs="NCCL_NET=IB NCCL_NET_PLUGIN=none NCCL_IB_HCA=sv0 NCCL_NET_GDR_LEVEL=LOC NCCL_NVLS_ENABLE=0
+# NCCL_GIN_TYPE=2 (proxy): NCCL 2.28.9 left to choose its GIN type itself dies with SIGSEGV in
+# ncclNetInit right after "Initialized NET plugin IB" when no IB device is mlx5 (softverbs has no
+# mlx5 provider: "Failed to open mlx5dv symbols"), whether or not NCCL_GIN_ENABLE=0; with the type
+# named, NCCL runs (measured on 2 H200s, 2026-11-27). Real mlx5 NICs do not take this path.
+envs="NCCL_NET=IB NCCL_NET_PLUGIN=none NCCL_IB_HCA=sv0 NCCL_GIN_TYPE=2 NCCL_NET_GDR_LEVEL=LOC NCCL_NVLS_ENABLE=0
 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV ${E2E_IB_ENV:-}"
 counts=()
 [[ -z ${E2E_CHECK_COUNTS:-} ]] || counts=(--check-counts "$E2E_CHECK_COUNTS")

@@ -123,6 +123,8 @@ if (( ngpu == 1 && nranks > 1 )); then
   echo "# one GPU: $nranks ranks share it under CUDA MPS (daemon started by this script)"
 fi
 maxbytes=${E2E_MAXBYTES:-1G}
+# E2E_RANK_WRAP: a command every rank runs under, e.g. "tests/softverbs/sv-sysfs --ndevs 1 --" so
+# that NCCL's own IB transport finds softverbs' device in sysfs (docs/benchmarks/ib.md).
 export NCCL_NVLS_ENABLE=0
 
 # launch TAG "ENV ASSIGNMENTS" DRIVER-ARGS...: all ranks at once; rank 0's output to stdout.
@@ -134,7 +136,8 @@ launch() {
   local pids=()
   for ((r = nranks - 1; r >= 0; r--)); do
     local host=strand-e2e-node-$r
-    env NCCL_HOSTID="$host" $envs timeout 540 "$build/nccl_e2e" --rank $r --nranks "$nranks" \
+    # shellcheck disable=SC2086  # E2E_RANK_WRAP is a command prefix, split on purpose
+    ${E2E_RANK_WRAP:-} env NCCL_HOSTID="$host" $envs timeout 540 "$build/nccl_e2e" --rank $r --nranks "$nranks" \
       --id-file "$idf" --tag "$tag" "$@" >"$build/log.$tag.rank$r" 2>&1 &
     pids+=($!)
   done
