@@ -368,6 +368,9 @@ void ofi_comm_maybe_reap(ofi_comm_t *comm);
 /* The provider's connection to `peer` is broken (reset, refused, not connected): fail every comm
  * that uses it and drop the address from the AV. Lock held. */
 void ofi_peer_broken(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* A message from `peer` overran a receive of comm `recv_id`: every send comm of this device to
+ * that peer fails too (tcp;ofi_rxm has dropped the connection they use; see ofi_xfer.c). */
+void ofi_peer_overran(ofi_dev_t *dev, fi_addr_t peer, uint32_t recv_id);
 /* Frees every comm and listen comm of a device whose endpoint is closed (lock held). */
 void ofi_conn_free_all(ofi_dev_t *dev);
 

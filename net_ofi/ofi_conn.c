@@ -96,6 +96,15 @@ void ofi_peer_broken(ofi_dev_t *d, fi_addr_t peer, const char *why) {
       ofi_comm_fail(c, STRAND_REMOTE_ERROR, "the provider's connection to the peer broke: %s", why);
 }
 
+void ofi_peer_overran(ofi_dev_t *d, fi_addr_t peer, uint32_t recv_id) {
+  for (ofi_comm_t *c = d->comms; c; c = c->next)
+    if (c->peer == peer && c->kind == OFI_COMM_SEND && !c->closed)
+      ofi_comm_fail(c, STRAND_INVALID_USAGE,
+                    "a message from this peer overran a receive (comm %u): the two sides disagree "
+                    "on sizes, so sends to it stop too",
+                    recv_id);
+}
+
 void ofi_conn_free_all(ofi_dev_t *d) {
   while (d->comms) comm_free(d->comms);
   while (d->listens) {
