@@ -14,7 +14,8 @@
  * provider delivers it: ofi_conn.c) so the sender's comm fails too. An eager send has usually
  * completed locally by then, so the sender learns of it a round trip later: a send the caller has
  * not yet been told is done reports the comm's failure instead (the truncated one among them),
- * and so does every later operation on the comm. A send already reported done stays done: asking
+ * and so does every later operation on the comm. The receiving process's own sends to that peer
+ * fail at once too (ofi_peer_overran: tcp;ofi_rxm wedges the pair when both sides overrun). A send already reported done stays done: asking
  * the receiver before reporting any send done would cost every message a round trip.
  * -FI_EAGAIN: a send, or a receive whose first slot cannot be posted, returns request == NULL so
  * the core retries the same call; a group that got part-way keeps its reserved sequence numbers

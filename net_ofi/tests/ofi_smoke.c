@@ -227,7 +227,10 @@ static int test_grouped(void) {
  * the same comm wait for the sender to learn; the oversized send must then fail, not report done
  * with its full size (before the fix: it did on `sockets`; on `tcp;ofi_rxm`, which drops its
  * connection between the two endpoints on truncation, the notice was lost and the sender never
- * learnt). Each case runs on a fresh endpoint: finalize closes it, init opens a new one. */
+ * learnt). Here sender and receiver share one endpoint, so the receiver's overrun also fails the
+ * process's own sends to that peer at once (ofi_peer_overran); the notice between two processes
+ * is proven by strand-conform's xfer.send-larger-than-recv (one direction only). Each case runs
+ * on a fresh endpoint: finalize closes it, init opens a new one. */
 static int reinit(void) {
   PT_CHECK(net->finalize(ctx) == 0, "finalize");
   ctx = NULL;
