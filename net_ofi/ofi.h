@@ -61,6 +61,8 @@
 #define OFI_CQ_BATCH 16                     /* entries per fi_cq_read */
 #define OFI_CQ_MAX_BATCHES 8                /* bound on CQ reads per progress call */
 #define OFI_MAX_RAILS 8                     /* STRAND_OFI_RAILS range: 1..OFI_MAX_RAILS */
+#define OFI_TRUNC_RESEND_MS 50              /* spacing of a TRUNC notice's copies (ofi_conn.c) */
+#define OFI_TRUNC_SPREAD_MS 300             /* a TRUNC notice is repeated for this long at least */
 
 /* ---- knobs (ofi_config.c: SDK parameter registry, read once at the first init;
  * docs/plugins/ofi.md) ---- */
@@ -217,6 +219,8 @@ typedef struct ofi_ctrl_send {
   fi_addr_t dest;
   uint32_t owner_comm; /* comm whose probe this is (0 = none) */
   int attempts;        /* sends of this message so far (TRUNC notices are retried) */
+  uint64_t first_ms;   /* when the first copy of this message was queued */
+  uint64_t not_before_ms; /* a resend waits in the slot until then (0: post at once) */
   ofi_ctrl_msg_t msg;
 } ofi_ctrl_send_t;
 
@@ -308,6 +312,8 @@ strand_result_t ofi_av_lookup(ofi_dev_t *dev, const uint8_t *name, size_t len, f
 /* Drops `peer` from the AV (and its cache), so that a later connection to the same endpoint gets
  * a fresh provider connection instead of a dead one. Lock held. */
 void ofi_av_forget(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* Whether `peer` is still an entry of the AV (not forgotten or released since). */
+bool ofi_av_has(const ofi_dev_t *dev, fi_addr_t peer);
 /* Drops peer from the AV and its cache (quietly: INFO) when it is cached; the caller has checked
  * that no comm and no control send still uses it. */
 void ofi_av_release(ofi_dev_t *dev, fi_addr_t peer);
@@ -331,9 +337,10 @@ int ofi_progress(ofi_dev_t *dev);
 int ofi_ctrl_send(ofi_dev_t *dev, fi_addr_t dest, uint16_t kind, uint32_t dst_id, uint32_t src_id,
                   uint64_t nonce, uint64_t arg, uint32_t owner_comm, const uint8_t *name,
                   size_t name_len, ofi_ctrl_sent_fn sent);
-/* Send a copy of a control message again (attempt number `attempt`), no owner comm. */
+/* Send a copy of a control message again (attempt number `attempt` of a message first queued at
+ * first_ms), no owner comm, posted by progress once delay_ms have passed (0: now). */
 int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
-                    ofi_ctrl_sent_fn sent);
+                    uint64_t first_ms, uint64_t delay_ms, ofi_ctrl_sent_fn sent);
 
 /* ---- rails (ofi_rail.c) ---- */
 /* ofi_ctrl_open on one rail, then its progress thread when the device has several rails. Lock
@@ -361,6 +368,9 @@ void ofi_comm_maybe_reap(ofi_comm_t *comm);
 /* The provider's connection to `peer` is broken (reset, refused, not connected): fail every comm
  * that uses it and drop the address from the AV. Lock held. */
 void ofi_peer_broken(ofi_dev_t *dev, fi_addr_t peer, const char *why);
+/* A message from `peer` overran a receive of comm `recv_id`: every send comm of this device to
+ * that peer fails too (tcp;ofi_rxm has dropped the connection they use; see ofi_xfer.c). */
+void ofi_peer_overran(ofi_dev_t *dev, fi_addr_t peer, uint32_t recv_id);
 /* Frees every comm and listen comm of a device whose endpoint is closed (lock held). */
 void ofi_conn_free_all(ofi_dev_t *dev);
 

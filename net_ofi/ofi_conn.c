@@ -96,6 +96,15 @@ void ofi_peer_broken(ofi_dev_t *d, fi_addr_t peer, const char *why) {
       ofi_comm_fail(c, STRAND_REMOTE_ERROR, "the provider's connection to the peer broke: %s", why);
 }
 
+void ofi_peer_overran(ofi_dev_t *d, fi_addr_t peer, uint32_t recv_id) {
+  for (ofi_comm_t *c = d->comms; c; c = c->next)
+    if (c->peer == peer && c->kind == OFI_COMM_SEND && !c->closed)
+      ofi_comm_fail(c, STRAND_INVALID_USAGE,
+                    "a message from this peer overran a receive (comm %u): the two sides disagree "
+                    "on sizes, so sends to it stop too",
+                    recv_id);
+}
+
 void ofi_conn_free_all(ofi_dev_t *d) {
   while (d->comms) comm_free(d->comms);
   while (d->listens) {
@@ -525,10 +534,13 @@ static void handle_ctrl(ofi_dev_t *d, const ofi_ctrl_msg_t *m, size_t len) {
       break;
     case OFI_CTRL_TRUNC:
       if (match && c->kind == OFI_COMM_SEND) {
+        /* tcp;ofi_rxm does not say by how much an eager message overran (arg 0). */
+        char by[48] = "";
+        if (m->arg) snprintf(by, sizeof by, " %llu byte(s)", (unsigned long long)m->arg);
         ofi_comm_fail(c, STRAND_INVALID_USAGE,
-                      "the receiver got a message %llu byte(s) larger than its posted receive "
-                      "(libfabric truncation); sender and receiver disagree on sizes",
-                      (unsigned long long)m->arg);
+                      "the receiver got a message%s larger than its posted receive (libfabric "
+                      "truncation); sender and receiver disagree on sizes, the message is lost",
+                      by);
         return;
       }
       break;
@@ -544,11 +556,28 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
   int err = e->err;
   const char *errstr = e->errstr;
   if (!cs->owner_comm) {
-    /* A truncation can take the provider connection down with it (tcp;ofi_rxm does), and the
-     * notice is then lost with it; the provider reconnects for a new send, so try again. */
-    if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_TRUNC && cs->attempts < 4 &&
-        ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, ofi_conn_ctrl_sent) == 0)
+    if (err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_TRUNC) {
+      /* A truncation can take the provider connection down with it: tcp;ofi_rxm drops its
+       * connection between the two endpoints when an eager message overruns the receive. A
+       * notice sent meanwhile fails (ECONNRESET / ENOTCONN) until rxm has set up a new one, which
+       * takes its progress engine some calls (measured: four resends back to back all failed;
+       * one 100 ms later went through) — or, worse, completes without error and is lost when the
+       * peer drops that connection for its own truncation (two ranks truncating each other's
+       * messages: one notice of two never arrived). So the notice is sent again every
+       * OFI_TRUNC_RESEND_MS until one copy has gone through after OFI_TRUNC_SPREAD_MS, and while
+       * they fail for as long as a peer may be unreachable; the sender fails its comm on the
+       * first copy and ignores the rest. */
+      uint64_t age = ofi_now_ms() - cs->first_ms;
+      bool again = err ? age < (uint64_t)ofi_params.peer_timeout_ms : age < OFI_TRUNC_SPREAD_MS;
+      if (again && ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, cs->first_ms,
+                                   OFI_TRUNC_RESEND_MS, ofi_conn_ctrl_sent) == 0)
+        return;
+      if (err)
+        STRAND_WARN("could not tell the sender of a truncated message on %s (%d attempts in %ld "
+                    "s): %s; only this side reports the error",
+                    d->name, cs->attempts, (long)(age / 1000), errstr ? errstr : "");
       return;
+    }
     if (err && err != FI_ECANCELED)
       STRAND_INFO(STRAND_SUBSYS_NET, "control message kind %u on %s not delivered: %s", cs->msg.kind, d->name,
                errstr ? errstr : "");

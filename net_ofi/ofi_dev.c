@@ -430,6 +430,12 @@ static bool av_cache_drop(ofi_dev_t *d, fi_addr_t peer, char *s, size_t len) {
   return false;
 }
 
+bool ofi_av_has(const ofi_dev_t *d, fi_addr_t peer) {
+  for (const ofi_av_entry_t *e = d->av_cache; e; e = e->next)
+    if (e->addr == peer) return true;
+  return false;
+}
+
 void ofi_av_forget(ofi_dev_t *d, fi_addr_t peer, const char *why) {
   char s[64];
   if (av_cache_drop(d, peer, s, sizeof s))

@@ -139,6 +139,7 @@ static ofi_ctrl_send_t *ctrl_slot(ofi_dev_t *d, fi_addr_t dest, ofi_ctrl_sent_fn
   if (!cs) return NULL;
   cs->busy = true;
   cs->posted = false;
+  cs->not_before_ms = 0;
   cs->dest = dest;
   cs->op.done = ctrl_send_done;
   cs->op.arg = cs;
@@ -154,6 +155,7 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
   memset(&cs->msg, 0, sizeof cs->msg);
   cs->owner_comm = owner_comm;
   cs->attempts = 1;
+  cs->first_ms = ofi_now_ms();
   cs->msg.magic = OFI_CTRL_MAGIC;
   cs->msg.version = OFI_CTRL_VERSION;
   cs->msg.kind = kind;
@@ -174,13 +176,20 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
 }
 
 int ofi_ctrl_resend(ofi_dev_t *d, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int attempt,
-                    ofi_ctrl_sent_fn sent) {
+                    uint64_t first_ms, uint64_t delay_ms, ofi_ctrl_sent_fn sent) {
   ofi_ctrl_send_t *cs = ctrl_slot(d, dest, sent);
   if (!cs) return -FI_EAGAIN;
   cs->msg = *msg;
   cs->owner_comm = 0;
   cs->attempts = attempt;
-  post_ctrl_send(d, cs);
+  cs->first_ms = first_ms;
+  if (delay_ms) {
+    /* The slot waits, filled, until progress finds its time has come (ofi_progress below). */
+    cs->not_before_ms = ofi_now_ms() + delay_ms;
+    d->ctrl_unposted = true;
+  } else {
+    post_ctrl_send(d, cs);
+  }
   return 0;
 }
 
@@ -232,8 +241,22 @@ int ofi_progress(ofi_dev_t *d) {
   }
   if (d->ctrl_unposted) {
     d->ctrl_unposted = false;
-    for (int k = 0; k < OFI_CTRL_SENDS; k++)
-      if (d->ctrl_send[k].busy && !d->ctrl_send[k].posted) post_ctrl_send(d, &d->ctrl_send[k]);
+    uint64_t now = ofi_now_ms();
+    for (int k = 0; k < OFI_CTRL_SENDS; k++) {
+      ofi_ctrl_send_t *cs = &d->ctrl_send[k];
+      if (!cs->busy || cs->posted) continue;
+      if (cs->not_before_ms > now) {
+        d->ctrl_unposted = true; /* a delayed resend: look again on a later call */
+      } else if (cs->not_before_ms && !ofi_av_has(d, cs->dest)) {
+        /* Its address left the AV meanwhile (the connection broke): sending to a removed
+         * fi_addr_t is undefined (tcp;ofi_rxm crashed in close, 2 runs of 6), so the copy is
+         * dropped as if cancelled. */
+        ofi_cqe_t e = {.len = 0, .err = FI_ECANCELED, .olen = 0, .errstr = "address removed"};
+        ctrl_send_done(d, &cs->op, &e);
+      } else {
+        post_ctrl_send(d, cs);
+      }
+    }
   }
   if (d->ctrl_recv_short) {
     d->ctrl_recv_short = false;

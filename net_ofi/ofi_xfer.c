@@ -10,7 +10,13 @@
  * to know how the receiver grouped its slots, and each posted fi_trecv has a unique tag, so the
  * order in which libfabric matches them is irrelevant.
  * Sizes travel only in the message: the receiver posts its maximum; a larger message completes
- * with FI_ETRUNC, the receive fails, and the receiver tells the sender (TRUNC) so it fails too.
+ * with FI_ETRUNC, the receive fails, and the receiver tells the sender (TRUNC, resent until the
+ * provider delivers it: ofi_conn.c) so the sender's comm fails too. An eager send has usually
+ * completed locally by then, so the sender learns of it a round trip later: a send the caller has
+ * not yet been told is done reports the comm's failure instead (the truncated one among them),
+ * and so does every later operation on the comm. The receiving process's own sends to that peer
+ * fail at once too (ofi_peer_overran: tcp;ofi_rxm wedges the pair when both sides overrun). A send already reported done stays done: asking
+ * the receiver before reporting any send done would cost every message a round trip.
  * -FI_EAGAIN: a send, or a receive whose first slot cannot be posted, returns request == NULL so
  * the core retries the same call; a group that got part-way keeps its reserved sequence numbers
  * and posts the rest from test().
@@ -357,6 +363,12 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
                   c->peer_str, d->name, r->lens[i], over, i, r->n, errstr ? errstr : "FI_ETRUNC");
       ofi_ctrl_send(d, c->peer, OFI_CTRL_TRUNC, c->peer_id, c->id, c->nonce, olen, 0, NULL, 0,
                     ofi_conn_ctrl_sent);
+      /* When both sides overrun each other's receives at once (a size mismatch usually goes both
+       * ways), tcp;ofi_rxm drops the connection in both directions and then refuses every send
+       * between the two endpoints (-FI_EAGAIN) until the liveness bound: neither notice gets
+       * through (measured: 2 runs of 8 learnt only after STRAND_OFI_PEER_TIMEOUT_S). This
+       * side's sends to that peer fail now instead: the comms between the two are done for. */
+      ofi_peer_overran(d, c->peer, c->id);
     }
   } else {
     strand_result_t res = ofi_errno_result(err);
@@ -390,14 +402,14 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     }
   }
   if (r->completed < r->n) ofi_progress(d);
-  if (r->completed < r->n && r->result == STRAND_SUCCESS) {
-    if (c->failed != STRAND_SUCCESS) {
-      r->result = c->failed;
-    } else {
-      maybe_probe(c, r->t_post_ms);
-      if (c->failed != STRAND_SUCCESS) r->result = c->failed;
-    }
-  }
+  if (r->completed < r->n && r->result == STRAND_SUCCESS && c->failed == STRAND_SUCCESS)
+    maybe_probe(c, r->t_post_ms);
+  /* A send whose data left but which the caller has not yet been told is done fails with its
+   * comm: the failure may be this very message overrunning the receive (TRUNC), and a sender
+   * told "done" would never hear of it (issue 23). A receive that completed holds its data. */
+  if (r->result == STRAND_SUCCESS && c->failed != STRAND_SUCCESS &&
+      (r->completed < r->n || r->kind == OFI_REQ_SEND))
+    r->result = c->failed;
   if (r->result != STRAND_SUCCESS) {
     res = r->result;
     STRAND_WARN("%s request %s peer %s on %s failed: %s", r->kind == OFI_REQ_SEND ? "send" : "receive",

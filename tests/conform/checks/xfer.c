@@ -253,14 +253,87 @@ static conform_status_t xfer_recv_larger(conform_ctx_t *c) {
   return conform_verdict(c);
 }
 
-/* A send larger than the posted receive: an error on at least one side, within the bound;
- * never both sides "fine" with a truncated message; never a write past the receive buffer. */
+/* After an oversized send the sender reported done while its receiver failed (issue 23): the
+ * sender's next operations on that comm must fail within `bound` seconds. NCCL stops a rank on
+ * the first error any call gives it, so the receiver stopping is not enough: a sender told
+ * "done" goes on, and an operation it starts next must not pretend the comm is healthy. Each rank
+ * sends 1-byte messages on its sendComm when `need` (its send completed, its receiver failed);
+ * every rank meanwhile keeps a 1-byte receive posted on its recvComm and tests it, so that a
+ * plugin whose provider only moves while it is called (manual progress) can deliver its notice:
+ * the clause holds while both sides keep calling, as NCCL's proxies do until they see an error.
+ * Rounds of 50 ms end with an allgather, so no rank runs longer than the slowest needs.
+ * Returns -1 on a bootstrap failure (recorded), else 0 with *learnt: 1 error seen, 0 not within
+ * the bound; *later: the later sends reported done before that, *pending_only: no later send
+ * was ever accepted or completed (NULL requests or pending tests only). */
+static int sender_learns(conform_ctx_t *c, bufpair_t *b, bool need, double bound, int *learnt,
+                         int *later, int *pending_only) {
+  void *sreq = NULL, *rreq = NULL, *rdata = b->r.data;
+  size_t psz = 1;
+  int tag = c->prev;
+  bool recv_dead = false, moved = false;
+  strand_result_t r;
+  *learnt = need ? 0 : 1;
+  *later = 0;
+  const double until = conform_now() + bound;
+  for (;;) {
+    const double round_end = conform_now() + 0.05;
+    while (conform_now() < round_end) {
+      if (!*learnt) {
+        int done = 0;
+        if (!sreq) {
+          conform_phase(c, "isend(1 byte) after the oversized send");
+          r = c->net->isend(b->scomm, b->s.data, 1, c->rank, b->smh, NULL, &sreq);
+          if (r != STRAND_SUCCESS) *learnt = 1;
+        } else {
+          conform_phase(c, "test(1-byte isend after the oversized send)");
+          r = c->net->test(sreq, &done, NULL);
+          if (r != STRAND_SUCCESS) *learnt = 1, sreq = NULL;
+          else if (done) (*later)++, moved = true, sreq = NULL;
+        }
+        if (sreq) moved = true;
+      }
+      if (!recv_dead) {
+        int done = 0;
+        if (!rreq) {
+          conform_phase(c, "irecv(1 byte) after the undersized irecv");
+          r = c->net->irecv(b->rcomm, 1, &rdata, &psz, &tag, &b->rmh, NULL, &rreq);
+          if (r != STRAND_SUCCESS) recv_dead = true;
+        } else {
+          conform_phase(c, "test(1-byte irecv after the undersized irecv)");
+          r = c->net->test(rreq, &done, NULL);
+          if (r != STRAND_SUCCESS || done) rreq = NULL;
+          if (r != STRAND_SUCCESS) recv_dead = true;
+        }
+      }
+      if (*learnt && recv_dead) break;
+    }
+    int32_t mine = *learnt || conform_now() > until, all[CONFORM_MAX_RANKS];
+    if (conform_allgather(c, &mine, sizeof mine, all)) {
+      conform_fail(c, "%s", c->bs_error);
+      return -1;
+    }
+    int n = 0;
+    for (int k = 0; k < c->nranks; k++) n += all[k] != 0;
+    if (n == c->nranks) break;
+  }
+  *pending_only = !moved;
+  return 0;
+}
+
+/* A send larger than the posted receive: an error on BOTH sides within the bound; never both
+ * sides "fine" with a truncated message; never a write past the receive buffer. The sender's
+ * error may come from the oversized send's own test, or — where its data left before the receiver
+ * could object (eager protocols) — from its next operations on that comm (sender_learns). Only
+ * rank 0 sends too much (every other rank sends what its receiver posted): the sender must learn
+ * from its receiver, not from an overrun of its own receive. Receives of fitting messages are not
+ * judged beyond their guard bytes (a transport may drop the pair's connection on the overrun). */
 static conform_status_t xfer_send_larger(conform_ctx_t *c) {
   enum { SEND = 8192, POSTED = 1024 };
   conform_link_t l;
   if (conform_link_open(c, 0, &l)) return CONFORM_FAIL;
   bufpair_t b;
   if (bufpair_open(c, &l, &b, SEND, POSTED, 0, 0)) goto out;
+  const int my_size = c->rank == 0 ? SEND : POSTED;
   conform_fill(b.s.data, SEND, conform_seed(c->rank, c->next, 4000));
   void *sreq = NULL, *rreq = NULL, *rdata = b.r.data;
   size_t psz = POSTED;
@@ -272,11 +345,12 @@ static conform_status_t xfer_send_larger(conform_ctx_t *c) {
   do r = c->net->irecv(b.rcomm, 1, &rdata, &psz, &tag, &b.rmh, NULL, &rreq);
   while (r == STRAND_SUCCESS && !rreq && conform_remaining(c) > 5);
   if (r != STRAND_SUCCESS) me.recv_state = 2;
-  conform_phase(c, "isend(%d bytes)", SEND);
-  do r = c->net->isend(b.scomm, b.s.data, SEND, c->rank, b.smh, NULL, &sreq);
+  conform_phase(c, "isend(%d bytes)", my_size);
+  do r = c->net->isend(b.scomm, b.s.data, (size_t)my_size, c->rank, b.smh, NULL, &sreq);
   while (r == STRAND_SUCCESS && !sreq && conform_remaining(c) > 5);
   if (r != STRAND_SUCCESS) me.send_state = 2;
-  double until = conform_now() + 5.0 * c->timeout_scale;
+  const double bound = 5.0 * c->timeout_scale;
+  double until = conform_now() + bound;
   if (until > c->deadline - 3) until = c->deadline - 3;
   while ((me.send_state == 0 && sreq) || (me.recv_state == 0 && rreq)) {
     int done = 0;
@@ -303,18 +377,41 @@ static conform_status_t xfer_send_larger(conform_ctx_t *c) {
     goto out;
   }
   /* judge the connection prev -> me: its sender is rank prev, its receiver is me */
+  static const char *const nm[] = {"still pending", "completed", "failed"};
+  int ss = all[c->prev].send_state, rs = me.recv_state;
+  if (!me.guards_ok)
+    conform_fail(c, "the %d-byte send into a %d-byte receive wrote past the receive buffer "
+                 "(offset %lld): memory corruption", SEND, POSTED, bad);
+  else if (c->prev != 0)
+    ; /* a fitting message: see above */
+  else if (ss != 2 && rs != 2)
+    conform_fail(c, "a %d-byte send into a %d-byte receive: sender %s, receiver %s%s%d bytes; "
+                 "neither side reported an error within %.0f s (a silent short copy or a hang)",
+                 SEND, POSTED, nm[ss], nm[rs], rs == 1 ? " reporting " : " after ",
+                 rs == 1 ? me.recv_size : 0, bound);
+  else if (rs != 2)
+    conform_fail(c, "a %d-byte send into a %d-byte receive: the sender failed but the receive %s "
+                 "(%d bytes): the receiving side must report the error too", SEND, POSTED,
+                 rs == 1 ? "completed" : "stayed pending", rs == 1 ? me.recv_size : 0);
+  /* judge the connection me -> next from the sender's side (every rank takes part in the rounds,
+   * whatever its verdict so far) */
   {
-    int ss = all[c->prev].send_state, rs = me.recv_state;
-    static const char *const nm[] = {"still pending", "completed", "failed"};
-    if (!me.guards_ok)
-      conform_fail(c, "the %d-byte send into a %d-byte receive wrote past the receive buffer "
-                   "(offset %lld): memory corruption", SEND, POSTED, bad);
-    else if (ss != 2 && rs != 2)
-      conform_fail(c, "a %d-byte send into a %d-byte receive: sender %s, receiver %s%s%d bytes; "
-                   "neither side reported an error within %.0f s (a silent short copy or a hang)",
-                   SEND, POSTED, nm[ss], nm[rs], rs == 1 ? " reporting " : " after ",
-                   rs == 1 ? me.recv_size : 0, 5.0 * c->timeout_scale);
-    else
+    bool need = c->rank == 0 && me.send_state == 1 && all[c->next].recv_state == 2;
+    int learnt = 1, later = 0, pending_only = 0;
+    if (sender_learns(c, &b, need, c->stale_bound, &learnt, &later, &pending_only)) goto out;
+    if (c->status == CONFORM_FAIL)
+      ;
+    else if (!learnt)
+      conform_fail(c, "a %d-byte send into a %d-byte receive: the receiver failed, but the sender "
+                   "reported the send done and %s within %.0f s (--stale-bound; %d later 1-byte "
+                   "send(s) reported done): a sender must learn of it on the send's own test or "
+                   "on its next operations on that comm",
+                   SEND, POSTED, pending_only ? "its next operations stayed pending without an "
+                   "error" : "its next operations on the comm kept succeeding", c->stale_bound, later);
+    else if (need)
+      conform_note(c, "sender completed, then its comm failed after %d later send(s); receiver "
+                   "failed", later);
+    else if (c->prev == 0)
       conform_note(c, "sender %s, receiver %s", nm[ss], nm[rs]);
   }
   /* the comms may be broken now: release them without insisting on success */
@@ -739,7 +836,7 @@ const conform_check_t conform_checks_xfer[] = {
   {"xfer.recv-larger-than-send", "§6.4, §6.9", "a larger receive reports the true sent size",
    xfer_recv_larger, 30, 0},
   {"xfer.send-larger-than-recv", "DESIGN nothing lost silently",
-   "an oversized send is an error on at least one side; no overrun", xfer_send_larger, 30, 0},
+   "an oversized send is an error on both sides; no overrun", xfer_send_larger, 40, CONFORM_F_STALE},
   {"xfer.test-null-sizes", "§6.8, §6.10", "test(req, &done, NULL) works on receives", xfer_test_null_sizes, 30, 0},
   {"xfer.null-phandle", "§2.3, §6.10", "isend/irecv with NULL profiler handles (v10+)", xfer_null_phandle, 30, 0},
   {"xfer.optional-recv-completion", "§6.6", "irecv overwrites a preset 0x1 request (v9+)",
