@@ -141,8 +141,11 @@ typedef struct sk_send_req {
   _Atomic size_t bytes_done;   /* bytes handed to the kernel (workers or proxy) */
   uint32_t seq;
   uint8_t slot, idx;
+  int32_t tag;
+  bool waiting;      /* accepted, not started yet: no receive known for it (sk_comm_t.wait_head) */
   uint64_t ctrl_end; /* done only once tx_written reaches this: header (+ inline payload) left */
   struct sk_send_req *next_pending; /* proxy: FIFO of requests not fully chunked */
+  struct sk_send_req *next_waiting; /* FIFO of waiting requests */
   void *prof; /* profiler event of this send (strand/profiler.h); NULL: none */
 } sk_send_req_t;
 
@@ -245,6 +248,7 @@ typedef struct sk_comm {
   } cts[SK_RECV_SLOTS];
   uint32_t cts_head, cts_tail; /* FIFO of posted receives not yet fully matched */
   sk_send_req_t *pend_head, *pend_tail;
+  sk_send_req_t *wait_head, *wait_tail; /* sends accepted before a receive was known for them */
   /* eager path, both sides (sk_xfer.c): msg_count numbers the sender's messages that take a
    * receive entry; eager_max is this side's limit, peer_eager_max the other side's */
   uint32_t msg_count;

@@ -727,37 +727,114 @@ static bool can_eager(const sk_comm_t *c, size_t size) {
 /* A small message that matches no receive this side knows: header and payload in one write, no
  * CTS waited for; the receiver matches it. It may match a receive the sender learns of later
  * (sender_replay in on_cts keeps both ends' view of the entries the same). */
-static strand_result_t isend_eager(sk_comm_t *c, void *data, size_t size, int tag, void *phandle,
-                                   void **request) {
-  sk_send_req_t *r = strand_pool_get(&c->reqs);
-  if (r == NULL) return STRAND_SUCCESS; /* all SK_SEND_REQS in flight: retry */
-  r->kind = SK_REQ_SEND;
-  r->comm = c;
-  r->data = data;
-  r->size = size;
-  r->seq = 0;
-  r->slot = 0;
-  r->idx = 0;
-  r->next_pending = NULL;
-  r->prof = NULL;
-  if (strand_profiler_wanted(phandle))
-    prof_start(c, &r->prof, phandle, STRAND_PROFILE_SOCK_SEND, size);
-  sk_eager_hdr_t h = {.type = SK_MSG_EAGER, .tag = tag, .size = size};
-  if (!ctrl_send(c, &h, sizeof h, data, size)) {
-    strand_profiler_stop(&r->prof);
-    strand_pool_put(&c->reqs, r);
-    return report(c, "isend");
-  }
-  c->need_cts_sent = false;
+static bool send_eager(sk_comm_t *c, sk_send_req_t *r) {
+  sk_eager_hdr_t h = {.type = SK_MSG_EAGER, .tag = r->tag, .size = r->size};
+  if (!ctrl_send(c, &h, sizeof h, r->data, r->size)) return false;
   c->unplaced[c->nunplaced].index = c->msg_count++;
-  c->unplaced[c->nunplaced].tag = tag;
+  c->unplaced[c->nunplaced].tag = r->tag;
   c->nunplaced++;
   c->eager_sent++;
   r->ctrl_end = c->tx_accepted;
-  r->next_off = size;
-  atomic_store_explicit(&r->bytes_done, size, memory_order_relaxed);
-  *request = r;
-  return STRAND_SUCCESS;
+  r->next_off = r->size;
+  atomic_store_explicit(&r->bytes_done, r->size, memory_order_relaxed);
+  return true;
+}
+
+/* The CTS path: r goes to entry idx of the known receive at pos. */
+static bool send_matched(sk_comm_t *c, sk_send_req_t *r, uint32_t pos, int idx) {
+  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+  r->seq = e->seq;
+  r->slot = e->slot;
+  r->idx = (uint8_t)idx;
+  const bool inl = r->size <= c->inline_max;
+  sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
+                     .is_inline = inl, .seq = e->seq, .size = r->size};
+  consume_cts(c, pos, idx);
+  c->msg_count++;
+  if (!ctrl_send(c, &h, sizeof h, r->data, inl ? r->size : 0)) return false;
+  /* A request is reported done only once its header (and inline payload) left our queue: after
+   * the last test() of a collective nobody may call into this comm again to flush it. */
+  r->ctrl_end = c->tx_accepted;
+  if (inl) {
+    r->next_off = r->size;
+    atomic_store_explicit(&r->bytes_done, r->size, memory_order_relaxed);
+  } else {
+    r->next_off = 0;
+    atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
+    if (c->pend_tail) c->pend_tail->next_pending = r;
+    else c->pend_head = r;
+    c->pend_tail = r;
+    pump(c);
+    if (!c->use_workers) proxy_move(c);
+  }
+  return true;
+}
+
+enum { SEND_STARTED, SEND_WAIT, SEND_FAILED, SEND_OVERSIZE };
+
+/* Starts r if it can go now: to a receive this side knows (CTS path), else eagerly. SEND_WAIT:
+ * neither (no receive known, too large or no credit for eager). SEND_OVERSIZE: it matched a
+ * receive too small for it; that entry is used up and the receiver told. */
+static int send_try_start(sk_comm_t *c, sk_send_req_t *r) {
+  uint32_t pos;
+  int idx;
+  if (match_cts(c, r->tag, &pos, &idx)) {
+    __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+    if (r->size > e->size[idx]) {
+      sk_err_msg_t m = {.type = SK_MSG_ERR, .slot = e->slot, .idx = (uint8_t)idx, .seq = e->seq,
+                        .size = r->size, .posted = e->size[idx]};
+      STRAND_WARN("isend to %s (dev %s): message of %zu bytes (tag %d) is larger than the "
+                  "receive it matched (%llu bytes posted); nothing was sent, the receiver is told "
+                  "too", c->peer, c->dev_name, r->size, r->tag, (unsigned long long)e->size[idx]);
+      consume_cts(c, pos, idx);
+      c->msg_count++; /* the ERR takes the entry at the receiver, as a message would */
+      if (ctrl_send(c, &m, sizeof m, NULL, 0)) sk_comm_flush_ctrl(c, 1000);
+      return SEND_OVERSIZE;
+    }
+    c->need_cts_sent = false;
+    return send_matched(c, r, pos, idx) ? SEND_STARTED : SEND_FAILED;
+  }
+  if (can_eager(c, r->size)) {
+    c->need_cts_sent = false;
+    return send_eager(c, r) ? SEND_STARTED : SEND_FAILED;
+  }
+  return SEND_WAIT;
+}
+
+/* Sends that could not start when isend accepted them wait here, in order (the matching rule
+ * numbers messages in send order, so nothing may overtake them). A waiting send asks the receiver
+ * once to announce its receives (NEED_CTS); it is started from a later isend or test(). Accepting
+ * it instead of returning a NULL request means the caller goes on to test() its receives, which
+ * is where the peer's own NEED_CTS gets read (two ranks each spinning on an isend would otherwise
+ * wait for each other's announcements for ever). */
+static bool send_progress_waiting(sk_comm_t *c) {
+  while (c->wait_head != NULL) {
+    sk_send_req_t *r = c->wait_head;
+    int st = send_try_start(c, r);
+    if (st == SEND_WAIT) {
+      if (c->peer_closed) {
+        sk_comm_set_error(c, STRAND_REMOTE_ERROR,
+                          "the peer closed the connection before posting a receive for a message "
+                          "(tag %d, %zu bytes)", r->tag, r->size);
+        return false;
+      }
+      if (!c->need_cts_sent) {
+        sk_need_cts_msg_t m = {.type = SK_MSG_NEED_CTS};
+        if (!ctrl_send(c, &m, sizeof m, NULL, 0)) return false;
+        c->need_cts_sent = true;
+      }
+      return true;
+    }
+    if (st == SEND_OVERSIZE)
+      sk_comm_set_error(c, STRAND_INVALID_USAGE, "a %zu-byte message (tag %d) matched a smaller "
+                        "receive; the sender and receiver disagree on sizes", r->size, r->tag);
+    if (st != SEND_STARTED) return false;
+    r->waiting = false;
+    c->wait_head = r->next_waiting;
+    if (c->wait_head == NULL) c->wait_tail = NULL;
+    r->next_waiting = NULL;
+  }
+  return true;
 }
 
 strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
@@ -779,83 +856,56 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
   }
   if (!ctrl_flush(c)) return report(c, "isend");
   if (!c->use_workers) proxy_move(c);
-  uint32_t pos;
-  int idx;
-  /* The control stream is read only when no receive already known matches and the message cannot
-   * go eagerly: NCCL's receiver posts several steps ahead, so most isends match a CTS read earlier
-   * or go eager, and an empty recv() on the proxy thread is a system call on every step (issue
-   * 13: the proxy-step profile showed isend taking 5-9 us where the built-in Socket takes 0.1). */
-  if (!match_cts(c, tag, &pos, &idx)) {
-    if (can_eager(c, size)) return isend_eager(c, data, size, tag, phandle, request);
-    if (!ctrl_poll(c)) return report(c, "isend");
-    if (!match_cts(c, tag, &pos, &idx)) {
-      if (can_eager(c, size)) return isend_eager(c, data, size, tag, phandle, request);
-      if (c->peer_closed) {
-        sk_comm_set_error(c, STRAND_REMOTE_ERROR,
-                          "the peer closed the connection before posting a receive for this "
-                          "message (tag %d, %zu bytes)", tag, size);
-        return report(c, "isend");
-      }
-      /* No receive known and no eager credit: ask the receiver to announce its receives (once
-       * until something changes), then NULL request, the core retries. */
-      if (!c->need_cts_sent) {
-        sk_need_cts_msg_t m = {.type = SK_MSG_NEED_CTS};
-        if (!ctrl_send(c, &m, sizeof m, NULL, 0)) return report(c, "isend");
-        c->need_cts_sent = true;
-      }
-      return report(c, "isend");
-    }
-  }
-  c->need_cts_sent = false;
-  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
-  if (size > e->size[idx]) {
-    sk_err_msg_t m = {.type = SK_MSG_ERR, .slot = e->slot, .idx = (uint8_t)idx, .seq = e->seq,
-                      .size = size, .posted = e->size[idx]};
-    STRAND_WARN("isend to %s (dev %s): message of %zu bytes (tag %d) is larger than the receive "
-                "it matched (%llu bytes posted); nothing was sent, the receiver is told too",
-                c->peer, c->dev_name, size, tag, (unsigned long long)e->size[idx]);
-    consume_cts(c, pos, idx);
-    c->msg_count++; /* the ERR takes the entry at the receiver, as a message would */
-    if (ctrl_send(c, &m, sizeof m, NULL, 0)) sk_comm_flush_ctrl(c, 1000);
-    return STRAND_INVALID_USAGE;
-  }
+  if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "isend");
   sk_send_req_t *r = strand_pool_get(&c->reqs);
   if (r == NULL) return STRAND_SUCCESS; /* all SK_SEND_REQS in flight: retry */
   r->kind = SK_REQ_SEND;
   r->comm = c;
   r->data = data;
   r->size = size;
-  r->seq = e->seq;
-  r->slot = e->slot;
-  r->idx = (uint8_t)idx;
-  r->next_pending = NULL;
+  r->tag = tag;
+  r->waiting = false;
+  r->seq = 0;
+  r->slot = r->idx = 0;
+  r->next_off = 0;
+  atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
+  r->next_pending = r->next_waiting = NULL;
   r->prof = NULL;
   if (strand_profiler_wanted(phandle))
     prof_start(c, &r->prof, phandle, STRAND_PROFILE_SOCK_SEND, size);
-  const bool inl = size <= c->inline_max;
-  sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
-                     .is_inline = inl, .seq = e->seq, .size = size};
-  consume_cts(c, pos, idx);
-  c->msg_count++;
-  if (!ctrl_send(c, &h, sizeof h, data, inl ? size : 0)) {
+  int st = SEND_WAIT;
+  if (c->wait_head == NULL) {
+    /* The control stream is read only when no receive already known matches and the message
+     * cannot go eagerly: NCCL's receiver posts several steps ahead, so most isends match a CTS
+     * read earlier or go eager, and an empty recv() on the proxy thread is a system call on
+     * every step (issue 13: the proxy-step profile showed isend taking 5-9 us where the built-in
+     * Socket takes 0.1). */
+    st = send_try_start(c, r);
+    if (st == SEND_WAIT) {
+      if (ctrl_poll(c)) st = send_try_start(c, r);
+      else st = SEND_FAILED;
+    }
+  }
+  if (st == SEND_WAIT) {
+    r->waiting = true;
+    if (c->wait_tail) c->wait_tail->next_waiting = r;
+    else c->wait_head = r;
+    c->wait_tail = r;
+    if (!send_progress_waiting(c)) st = SEND_FAILED;
+  }
+  if (st == SEND_FAILED || st == SEND_OVERSIZE) {
+    if (r->waiting) { /* still queued (the comm failed): r is the last one */
+      sk_send_req_t **pp = &c->wait_head, *prev = NULL;
+      while (*pp != r) {
+        prev = *pp;
+        pp = &(*pp)->next_waiting;
+      }
+      *pp = NULL;
+      c->wait_tail = prev;
+    }
     strand_profiler_stop(&r->prof);
     strand_pool_put(&c->reqs, r);
-    return report(c, "isend");
-  }
-  /* A request is reported done only once its header (and inline payload) left our queue: after
-   * the last test() of a collective nobody may call into this comm again to flush it. */
-  r->ctrl_end = c->tx_accepted;
-  if (inl) {
-    r->next_off = size;
-    atomic_store_explicit(&r->bytes_done, size, memory_order_relaxed);
-  } else {
-    r->next_off = 0;
-    atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
-    if (c->pend_tail) c->pend_tail->next_pending = r;
-    else c->pend_head = r;
-    c->pend_tail = r;
-    pump(c);
-    if (!c->use_workers) proxy_move(c);
+    return st == SEND_OVERSIZE ? STRAND_INVALID_USAGE : report(c, "isend");
   }
   *request = r;
   return STRAND_SUCCESS;
@@ -969,7 +1019,7 @@ strand_result_t sk_iflush(void *recvComm, int n, void **data, int *sizes, void *
 /* ---- test ----------------------------------------------------------------------------------- */
 
 static bool send_complete(const sk_send_req_t *r) {
-  return r->next_off == r->size && r->comm->tx_written >= r->ctrl_end &&
+  return !r->waiting && r->next_off == r->size && r->comm->tx_written >= r->ctrl_end &&
          atomic_load_explicit(&r->bytes_done, memory_order_acquire) == r->size;
 }
 
@@ -985,6 +1035,7 @@ static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
     return STRAND_SUCCESS;
   }
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+  if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "test");
   if (c->pend_head) pump(c);
   if (!c->use_workers) proxy_move(c);
   strand_result_t rc = report(c, "test");
