@@ -398,6 +398,87 @@ static bool ei_reference(ei_recv_t *rv, int nr, const int *mtag, int nm) {
   return true;
 }
 
+/* Runs one scenario: receives rv, messages (tags, sizes) in send order. The schedule says what
+ * comes next: 0 post the next receive, 1 try the next send once, 2 test one pending request of
+ * each side; NULL = random. After the schedule, only tests until everything is done. */
+static int ei_run(void *sc, void *rc_, unsigned seed, ei_recv_t *rv, int nr, const int *mtag,
+                  const size_t *msize, int nm, const uint8_t *sched, int nsched, unsigned *st) {
+  unsigned char *sbuf[EI_MSGS], *rbuf[EI_RECVS][3];
+  for (int m = 0; m < nm; m++) {
+    sbuf[m] = malloc(msize[m] + 1);
+    pt_fill(sbuf[m], msize[m], seed * 64u + (unsigned)m);
+  }
+  void *rreq[EI_RECVS] = {0}, *sreq[EI_MSGS] = {0};
+  bool rdone[EI_RECVS] = {0}, sdone[EI_MSGS] = {0};
+  int got[EI_RECVS][8];
+  int nr_posted = 0, ns_posted = 0, left = nr + nm, step = 0;
+  const double t0 = pt_now_s();
+  while (left > 0) {
+    PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "seed %u: %d requests not done (%d receives, %d "
+             "sends posted)", seed, left, nr_posted, ns_posted);
+    unsigned op = sched == NULL       ? ei_rand(st) % 4
+                  : step < nsched     ? sched[step]
+                  : nr_posted < nr    ? 0
+                  : ns_posted < nm    ? 1 + (unsigned)(step & 1)
+                                      : 2;
+    step++;
+    if (op == 0 && nr_posted < nr) {
+      ei_recv_t *r = &rv[nr_posted];
+      void *d[3];
+      size_t posted[3];
+      for (int j = 0; j < r->n; j++) {
+        rbuf[nr_posted][j] = calloc(1, EI_POSTED);
+        d[j] = rbuf[nr_posted][j];
+        posted[j] = EI_POSTED;
+      }
+      strand_result_t rc = net->irecv(rc_, r->n, d, posted, r->tags, NULL, NULL, &rreq[nr_posted]);
+      PT_CHECK(rc == STRAND_SUCCESS && rreq[nr_posted], "seed %u: irecv %d: %d", seed, nr_posted,
+               rc);
+      nr_posted++;
+    } else if (op == 1 && ns_posted < nm) {
+      strand_result_t rc = net->isend(sc, sbuf[ns_posted], msize[ns_posted], mtag[ns_posted],
+                                      NULL, NULL, &sreq[ns_posted]);
+      PT_CHECK(rc == STRAND_SUCCESS, "seed %u: isend %d: %d", seed, ns_posted, rc);
+      if (sreq[ns_posted]) ns_posted++;
+    } else if (op >= 2) {
+      /* test one pending request of each side (a proxy thread polls both) */
+      for (int side = 0; side < 2; side++) {
+        int lim = side ? ns_posted : nr_posted, pick = -1;
+        for (int k = 0; k < lim; k++) {
+          int i = (int)((k + ei_rand(st)) % (unsigned)lim);
+          if (!(side ? sdone[i] : rdone[i])) {
+            pick = i;
+            break;
+          }
+        }
+        if (pick < 0) continue;
+        int done = 0;
+        strand_result_t rc = net->test(side ? sreq[pick] : rreq[pick], &done,
+                                       side ? NULL : got[pick]);
+        PT_CHECK(rc == STRAND_SUCCESS, "seed %u: test %s %d: %d", seed, side ? "send" : "recv",
+                 pick, rc);
+        if (done) {
+          (side ? sdone : rdone)[pick] = true;
+          left--;
+        }
+      }
+    }
+  }
+  for (int r = 0; r < nr; r++) {
+    for (int j = 0; j < rv[r].n; j++) {
+      int m = rv[r].want[j];
+      PT_CHECK((size_t)got[r][j] == msize[m], "seed %u: receive %d entry %d (tag %d) got %d "
+               "bytes, the rule gives it message %d of %zu bytes", seed, r, j, rv[r].tags[j],
+               got[r][j], m, msize[m]);
+      PT_CHECK(pt_verify(rbuf[r][j], msize[m], seed * 64u + (unsigned)m) < 0,
+               "seed %u: receive %d entry %d does not hold message %d", seed, r, j, m);
+      free(rbuf[r][j]);
+    }
+  }
+  for (int m = 0; m < nm; m++) free(sbuf[m]);
+  return 0;
+}
+
 static int ei_scenario(void *sc, void *rc_, unsigned seed) {
   static const size_t kinds[] = {0, 8, 100, 8192, 8193, 20000, 65536};
   ei_recv_t rv[EI_RECVS];
@@ -422,76 +503,31 @@ static int ei_scenario(void *sc, void *rc_, unsigned seed) {
     PT_CHECK(tries < 1000, "seed %u: no complete scenario", seed);
   }
   size_t msize[EI_MSGS];
-  unsigned char *sbuf[EI_MSGS], *rbuf[EI_RECVS][3];
-  for (int m = 0; m < nm; m++) {
-    /* Runs of one kind, so that the receiver sees streaks of small and of large messages. */
+  for (int m = 0; m < nm; m++) /* runs of one kind: streaks of small and of large messages */
     msize[m] = (m > 0 && ei_rand(&st) % 3) ? msize[m - 1] : kinds[ei_rand(&st) % 7];
-    sbuf[m] = malloc(msize[m] + 1);
-    pt_fill(sbuf[m], msize[m], seed * 64u + (unsigned)m);
-  }
-  void *rreq[EI_RECVS] = {0}, *sreq[EI_MSGS] = {0};
-  bool rdone[EI_RECVS] = {0}, sdone[EI_MSGS] = {0};
-  int got[EI_RECVS][8];
-  int nr_posted = 0, ns_posted = 0, left = EI_RECVS + nm;
-  const double t0 = pt_now_s();
-  while (left > 0) {
-    PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "seed %u: %d requests not done (%d receives, %d "
-             "sends posted)", seed, left, nr_posted, ns_posted);
-    unsigned op = ei_rand(&st) % 4;
-    if (op == 0 && nr_posted < EI_RECVS) {
-      ei_recv_t *r = &rv[nr_posted];
-      void *d[3];
-      size_t posted[3];
-      for (int j = 0; j < r->n; j++) {
-        rbuf[nr_posted][j] = calloc(1, EI_POSTED);
-        d[j] = rbuf[nr_posted][j];
-        posted[j] = EI_POSTED;
-      }
-      strand_result_t rc = net->irecv(rc_, r->n, d, posted, r->tags, NULL, NULL, &rreq[nr_posted]);
-      PT_CHECK(rc == STRAND_SUCCESS && rreq[nr_posted], "seed %u: irecv %d: %d", seed, nr_posted,
-               rc);
-      nr_posted++;
-    } else if (op == 1 && ns_posted < nm) {
-      strand_result_t rc = net->isend(sc, sbuf[ns_posted], msize[ns_posted], mtag[ns_posted],
-                                      NULL, NULL, &sreq[ns_posted]);
-      PT_CHECK(rc == STRAND_SUCCESS, "seed %u: isend %d: %d", seed, ns_posted, rc);
-      if (sreq[ns_posted]) ns_posted++;
-    } else {
-      /* test one pending request of each side (a proxy thread polls both) */
-      for (int side = 0; side < 2; side++) {
-        int lim = side ? ns_posted : nr_posted, pick = -1;
-        for (int k = 0; k < lim; k++) {
-          int i = (int)((k + ei_rand(&st)) % (unsigned)lim);
-          if (!(side ? sdone[i] : rdone[i])) {
-            pick = i;
-            break;
-          }
-        }
-        if (pick < 0) continue;
-        int done = 0;
-        strand_result_t rc = net->test(side ? sreq[pick] : rreq[pick], &done,
-                                       side ? NULL : got[pick]);
-        PT_CHECK(rc == STRAND_SUCCESS, "seed %u: test %s %d: %d", seed, side ? "send" : "recv",
-                 pick, rc);
-        if (done) {
-          (side ? sdone : rdone)[pick] = true;
-          left--;
-        }
-      }
+  return ei_run(sc, rc_, seed, rv, EI_RECVS, mtag, msize, nm, NULL, 0, &st);
+}
+
+/* Every interleaving of posting 3 receives ({any}, {tag 1, tag 2}, {any}) and 4 sends (tags
+ * 2, 1, 1, 2), with every mix of small (8 B, eager) and large (20000 B, CTS path) messages:
+ * 35 orders x 16 size mixes, each followed by tests until done. */
+static int ei_exhaustive(void *sc, void *rc_) {
+  ei_recv_t base[3] = {{1, {0}, {0}}, {2, {1, 2}, {0}}, {1, {0}, {0}}};
+  const int mtag[4] = {2, 1, 1, 2};
+  unsigned st = 7, seed = 1000;
+  for (unsigned mix = 0; mix < 16; mix++) {
+    size_t msize[4];
+    for (int m = 0; m < 4; m++) msize[m] = (mix >> m) & 1 ? 20000 : 8;
+    for (unsigned bits = 0; bits < 128; bits++) {
+      if (__builtin_popcount(bits) != 3) continue; /* which of the 7 steps post a receive */
+      uint8_t sched[7];
+      for (int k = 0; k < 7; k++) sched[k] = (bits >> k) & 1 ? 0 : 1;
+      ei_recv_t rv[3];
+      memcpy(rv, base, sizeof rv);
+      PT_CHECK(ei_reference(rv, 3, mtag, 4), "exhaustive scenario incomplete");
+      if (ei_run(sc, rc_, seed++, rv, 3, mtag, msize, 4, sched, 7, &st)) return -1;
     }
   }
-  for (int r = 0; r < EI_RECVS; r++) {
-    for (int j = 0; j < rv[r].n; j++) {
-      int m = rv[r].want[j];
-      PT_CHECK((size_t)got[r][j] == msize[m], "seed %u: receive %d entry %d (tag %d) got %d "
-               "bytes, the rule gives it message %d of %zu bytes", seed, r, j, rv[r].tags[j],
-               got[r][j], m, msize[m]);
-      PT_CHECK(pt_verify(rbuf[r][j], msize[m], seed * 64u + (unsigned)m) < 0,
-               "seed %u: receive %d entry %d does not hold message %d", seed, r, j, m);
-      free(rbuf[r][j]);
-    }
-  }
-  for (int m = 0; m < nm; m++) free(sbuf[m]);
   return 0;
 }
 
@@ -502,6 +538,7 @@ static int case_eager(void) {
    * over from one to the next, as they do in a long NCCL job. */
   for (unsigned seed = 1; seed <= 60; seed++)
     if (ei_scenario(sc, rc_, seed)) return -1;
+  if (ei_exhaustive(sc, rc_)) return -1;
   /* Oversize sent eagerly (no receive known): an error on the receiver, then the sender. */
   unsigned char big[200], small[100] = {0};
   memset(big, 0x5a, sizeof big);
