@@ -1062,20 +1062,29 @@ static strand_result_t test_recv(sk_recv_slot_t *s, int *done, int *sizes) {
                 (void *)s, c->peer);
     return STRAND_INTERNAL_ERROR;
   }
-  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
-  if (!c->use_workers) proxy_move(c);
-  strand_result_t rc = report(c, "test");
-  if (rc != STRAND_SUCCESS) return rc;
-  bool complete = true, header_missing = false;
-  for (int i = 0; i < s->n; i++) {
-    sk_recv_entry_t *e = &s->e[i];
-    if (!e->size_known) {
-      complete = false;
-      header_missing = true;
-    } else if (atomic_load_explicit(&e->bytes_done, memory_order_acquire) != e->size) {
-      complete = false;
+  bool complete = false, header_missing = false;
+  /* A receive an earlier read already filled (eager messages often arrive several at a time, or
+   * before the receive was posted) completes without a system call. */
+  for (int pass = 0; pass < 2 && !complete; pass++) {
+    if (pass == 1) {
+      if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+      if (!c->use_workers) proxy_move(c);
+    }
+    strand_result_t rc = report(c, "test");
+    if (rc != STRAND_SUCCESS) return rc;
+    complete = true;
+    header_missing = false;
+    for (int i = 0; i < s->n; i++) {
+      sk_recv_entry_t *e = &s->e[i];
+      if (!e->size_known) {
+        complete = false;
+        header_missing = true;
+      } else if (atomic_load_explicit(&e->bytes_done, memory_order_acquire) != e->size) {
+        complete = false;
+      }
     }
   }
+  strand_result_t rc;
   if (!complete) {
     /* Everything the peer sent before closing has been parsed: a missing header never comes;
      * missing payload never comes once every data stream saw EOF too. */
