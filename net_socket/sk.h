@@ -56,6 +56,13 @@
 /* Zero-copy ids one stream may have outstanding (sent, not yet released by the kernel). Bounds
  * the completion bitmap; beyond it sends copy (the kernel's optmem limit usually bites first). */
 #define SK_ZC_WINDOW 1024
+/* Eager small messages (sk_xfer.c): messages the receiver may hold unmatched at once (each a
+ * malloc'd copy of at most eager_max bytes), i.e. the credits it grants; returned in batches of
+ * half this. The largest eager message is bounded so that one always fits the control buffer. */
+#define SK_EAGER_CREDITS 64
+#define SK_EAGER_MAX_LIMIT 32768
+/* Consecutive small messages after which the receiver stops announcing receives (no CTS). */
+#define SK_EAGER_QUIET_AFTER 4
 
 /* ---------------------------------------------------------------------------------------------
  * Configuration, devices, contexts
@@ -83,6 +90,8 @@ typedef struct {
   int nthreads;            /* worker threads in the process; 0 = the proxy thread moves data */
   int nstreams;            /* data streams per connection */
   size_t inline_max;       /* messages up to this size ride on the control stream */
+  size_t eager_max;        /* STRAND_SOCKET_EAGER_BYTES: messages up to this size may be sent
+                            * without a CTS (0 = never) */
   size_t min_chunk;        /* smallest chunk a message is cut into */
   int sndbuf, rcvbuf;      /* SO_SNDBUF / SO_RCVBUF, <= 0 = OS default */
   int timeout_ms;          /* STRAND_SOCKET_PEER_TIMEOUT_S: TCP_USER_TIMEOUT and keepalive bound
@@ -132,8 +141,11 @@ typedef struct sk_send_req {
   _Atomic size_t bytes_done;   /* bytes handed to the kernel (workers or proxy) */
   uint32_t seq;
   uint8_t slot, idx;
+  int32_t tag;
+  bool waiting;      /* accepted, not started yet: no receive known for it (sk_comm_t.wait_head) */
   uint64_t ctrl_end; /* done only once tx_written reaches this: header (+ inline payload) left */
   struct sk_send_req *next_pending; /* proxy: FIFO of requests not fully chunked */
+  struct sk_send_req *next_waiting; /* FIFO of waiting requests */
   void *prof; /* profiler event of this send (strand/profiler.h); NULL: none */
 } sk_send_req_t;
 
@@ -144,6 +156,7 @@ typedef struct {
   bool size_known;
   _Atomic size_t bytes_done; /* payload bytes landed */
   int32_t tag;
+  bool taken;                /* matched to a message (eager, SEND header or ERR) */
 } sk_recv_entry_t;
 
 typedef struct sk_recv_slot {
@@ -154,6 +167,8 @@ typedef struct sk_recv_slot {
   int n;
   int failed;                /* an ERR message named this receive */
   int nlarge;                /* entries whose payload may come over the data streams */
+  int ntaken;                /* entries matched to a message */
+  bool announced;            /* a CTS for it was written */
   uint64_t unpack_seq;       /* unpack mode: this receive's ring sequence number */
   sk_recv_entry_t e[SK_MAX_RECVS];
   void *prof[SK_MAX_RECVS]; /* profiler event of each receive; NULL: none */
@@ -233,9 +248,38 @@ typedef struct sk_comm {
   } cts[SK_RECV_SLOTS];
   uint32_t cts_head, cts_tail; /* FIFO of posted receives not yet fully matched */
   sk_send_req_t *pend_head, *pend_tail;
+  sk_send_req_t *wait_head, *wait_tail; /* sends accepted before a receive was known for them */
+  /* eager path, both sides (sk_xfer.c): msg_count numbers the sender's messages that take a
+   * receive entry; eager_max is this side's limit, peer_eager_max the other side's */
+  uint32_t msg_count;
+  size_t eager_max, peer_eager_max;
+  uint64_t eager_total, eager_early, cts_written, cts_asked; /* for the INFO line at close */
+  /* eager path, send side: credits granted in all (from CREDIT), eager messages sent in all,
+   * and the eager messages the receiver may not have matched yet to a receive this side knows */
+  uint32_t credits, eager_sent;
+  bool need_cts_sent;
+  int nunplaced;
+  struct {
+    uint32_t index;
+    int32_t tag;
+  } unplaced[SK_EAGER_CREDITS];
   /* receive side */
   strand_pool_t slots;
   uint32_t next_seq;
+  /* eager path, receive side: posted receives with an unmatched entry, in post order (slot
+   * indices); eager messages that arrived before a receive for them; credit accounting */
+  uint8_t open_order[SK_RECV_SLOTS];
+  int nopen;
+  struct {
+    int32_t tag;
+    uint64_t size;
+    uint8_t *data;
+  } unexp[SK_EAGER_CREDITS];
+  int nunexp;
+  uint32_t eager_consumed, credits_granted; /* credits_granted: what the last CREDIT said */
+  bool announce;                /* write a CTS for every posted receive (the CTS path) */
+  bool announce_now;            /* NEED_CTS read: announce and return credits after parsing */
+  int small_run;                /* consecutive small messages read */
   int large_posted; /* sum of nlarge over posted receives: 0 = data streams need no polling */
   struct sk_unpack *unpack; /* unpack-mode state; NULL: host mode (sk_unpack.c) */
 } sk_comm_t;

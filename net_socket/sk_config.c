@@ -66,6 +66,11 @@ static const strand_param_def_t sk_params[] = {
                      "NCCL's sockets per thread: data streams = threads x this (-2 = unset)"),
     STRAND_PARAM_INT("STRAND_SOCKET_INLINE", "NCCL_SOCKET_INLINE", 16384, 0, 1 << 20,
                      "messages up to this many bytes ride inline on the control stream"),
+    STRAND_PARAM_INT("STRAND_SOCKET_EAGER_BYTES", NULL, 8192, 0, SK_EAGER_MAX_LIMIT,
+                     "messages up to this many bytes are sent without waiting for the receiver's "
+                     "clear-to-send, and a steady stream of them makes the receiver stop writing "
+                     "one per receive (0 = every message waits for its CTS; both ranks should "
+                     "agree, the smaller value wins)"),
     STRAND_PARAM_INT("STRAND_SOCKET_MIN_CHUNK", "NCCL_SOCKET_MIN_TASKSIZE", 65536, 4096,
                      SK_MAX_CHUNK, "smallest chunk a large message is cut into"),
     STRAND_PARAM_INT("STRAND_SOCKET_SNDBUF", "NCCL_SOCKET_SNDBUF", -1, -1, 1LL << 30,
@@ -241,6 +246,8 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
 
   if ((rc = get_int("STRAND_SOCKET_INLINE", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->inline_max = (size_t)v;
+  if ((rc = get_int("STRAND_SOCKET_EAGER_BYTES", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->eager_max = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_MIN_CHUNK", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->min_chunk = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_SNDBUF", &v, NULL)) != STRAND_SUCCESS) return rc;

@@ -48,9 +48,9 @@ static void log_setup(void) {
     snprintf(zc, sizeof zc, "zero-copy chunks >= %zu B", cfg->zc_threshold);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "using %d worker threads (%s), %d data streams per connection "
-              "(%s), inline <= %zu B, chunks >= %zu B, %s, %d CPUs",
+              "(%s), inline <= %zu B, eager <= %zu B, chunks >= %zu B, %s, %d CPUs",
               cfg->nthreads, cfg->nthreads_src, cfg->nstreams, cfg->nstreams_src,
-              cfg->inline_max, cfg->min_chunk, zc, strand_topo_num_cpus());
+              cfg->inline_max, cfg->eager_max, cfg->min_chunk, zc, strand_topo_num_cpus());
 }
 
 strand_result_t sk_dev_setup(void) {

@@ -1,10 +1,27 @@
 /* strand-socket — isend / irecv / test: the control stream and the chunk scheduler.
  *
- * Everything here runs on the proxy progress thread of the comm. Receives are posted to the
- * sender with a CTS on the control stream; a send matches the oldest posted receive that has an
- * unmatched entry for its tag (any entry when n == 1), then sends a header on the control stream
- * (the payload too when it is small) and cuts the rest into chunks, each handed to the data stream
- * with the fewest bytes queued — a slow stream gets less, never stalls the message. */
+ * Everything here runs on the proxy progress thread of the comm. The matching rule: the sender's
+ * messages, in the order they were sent, each take the oldest posted receive that has an
+ * unmatched entry for the message's tag (any entry when n == 1).
+ *
+ * CTS path: receives are announced to the sender with a CTS on the control stream; a send matches
+ * a receive it knows, then sends a header naming it on the control stream (the payload too when it
+ * is small) and cuts the rest into chunks, each handed to the data stream with the fewest bytes
+ * queued — a slow stream gets less, never stalls the message.
+ *
+ * Eager path (STRAND_SOCKET_EAGER_BYTES): a small message that matches no receive the sender
+ * knows goes out at once, header and payload in one write, and the receiver applies the rule
+ * itself — to a posted receive, or later to the next receive posted, keeping it in a buffer
+ * meanwhile. The receiver grants SK_EAGER_CREDITS such buffers and returns credits in batches.
+ * After a few small messages in a row the receiver stops writing a CTS per receive (the cost that
+ * made strand-socket slower than NCCL's built-in Socket at 8-64 B: two loopback writes per message
+ * instead of one, docs/benchmarks/socket.md); a send that needs a receive it does not know (a large
+ * message, or no credit left) asks for them with NEED_CTS, which turns CTSs back on.
+ *
+ * Both ends agree on every match because the sender replays the rule: a CTS carries which
+ * entries eager messages had taken when it was written, and the CREDIT written with it how many
+ * sender messages had been read by then; the sender applies its eager messages sent after that
+ * point to the receives it learns of, in order (sender_replay). */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -117,22 +134,77 @@ static void protocol_error(sk_comm_t *c, const char *what) {
                     "strand-socket version?", what);
 }
 
+/* Entry of a receive (n entries, tags) that a message with `tag` takes under the matching rule,
+ * given which entries are taken; -1: none. */
+static int rule_entry(int n, const int32_t *tags, const bool *taken, int32_t tag) {
+  for (int j = 0; j < n; j++)
+    if (!taken[j] && (n == 1 || tags[j] == tag)) return j;
+  return -1;
+}
+
 static bool on_cts(sk_comm_t *c, const sk_cts_hdr_t *h, const sk_cts_entry_t *ent) {
   if (c->cts_tail - c->cts_head >= SK_RECV_SLOTS || h->n == 0 || h->n > SK_MAX_RECVS) {
     protocol_error(c, "too many posted receives or bad group size");
     return false;
   }
+  c->need_cts_sent = false;
   __typeof__(c->cts[0]) *e = &c->cts[c->cts_tail % SK_RECV_SLOTS];
   e->seq = h->seq;
   e->slot = h->slot;
   e->n = h->n;
   e->nmatched = 0;
+  bool taken[SK_MAX_RECVS];
+  int32_t tags[SK_MAX_RECVS];
   for (int i = 0; i < h->n; i++) {
-    e->matched[i] = 0;
+    taken[i] = (h->taken >> i) & 1;
+    e->matched[i] = taken[i];
+    e->nmatched += taken[i];
     e->size[i] = ent[i].size;
-    e->tag[i] = ent[i].tag;
+    e->tag[i] = tags[i] = ent[i].tag;
   }
-  c->cts_tail++;
+  /* sender_replay: eager messages this side sent after the receiver's read point (the CREDIT
+   * before this CTS) matched no receive known then; the receiver gives them the oldest receive
+   * with room, and every receive known before this one had none. So they take this one's entries
+   * in the order they were sent, exactly as the receiver does. */
+  for (int k = 0; k < c->nunplaced && e->nmatched < e->n;) {
+    int j = rule_entry(e->n, tags, taken, c->unplaced[k].tag);
+    if (j < 0) {
+      k++;
+      continue;
+    }
+    taken[j] = true;
+    e->matched[j] = 1;
+    e->nmatched++;
+    memmove(&c->unplaced[k], &c->unplaced[k + 1],
+            (size_t)(c->nunplaced - k - 1) * sizeof c->unplaced[0]);
+    c->nunplaced--;
+  }
+  if (e->nmatched < e->n) c->cts_tail++; /* a receive with nothing left to match is not kept */
+  return true;
+}
+
+static bool on_credit(sk_comm_t *c, const sk_credit_msg_t *m) {
+  if ((uint32_t)(m->credits - c->eager_sent) > SK_EAGER_CREDITS ||
+      (uint32_t)(c->msg_count - m->msgs_read) > (uint32_t)INT32_MAX) {
+    protocol_error(c, "credit message out of range");
+    return false;
+  }
+  c->credits = m->credits;
+  c->peer_eager_max = m->eager_max;
+  /* Eager messages the receiver had read have found their receive there (or wait in its buffer
+   * for one): a CTS written from now on says which entries they took. */
+  int k = 0;
+  while (k < c->nunplaced && (int32_t)(c->unplaced[k].index - m->msgs_read) < 0) k++;
+  memmove(&c->unplaced[0], &c->unplaced[k], (size_t)(c->nunplaced - k) * sizeof c->unplaced[0]);
+  c->nunplaced -= k;
+  return true;
+}
+
+static bool on_eager_err(sk_comm_t *c, const sk_eager_err_msg_t *m) {
+  sk_comm_set_error(c, STRAND_INVALID_USAGE,
+                    "a %llu-byte message (tag %d) sent ahead of its receive was larger than the "
+                    "receive it matched (%llu bytes); the sender and receiver disagree on sizes",
+                    (unsigned long long)m->size, m->tag, (unsigned long long)m->posted);
   return true;
 }
 
@@ -144,12 +216,172 @@ static sk_recv_slot_t *slot_for(sk_comm_t *c, uint8_t slot, uint32_t seq, uint8_
   return s;
 }
 
+/* ---- eager path, receive side ---------------------------------------------------------------- */
+
+static size_t eager_limit(const sk_comm_t *c) {
+  return c->eager_max < c->peer_eager_max ? c->eager_max : c->peer_eager_max;
+}
+
+/* An entry of s was matched: a receive with nothing left to match leaves the open list. */
+static void take_entry(sk_comm_t *c, sk_recv_slot_t *s, int idx) {
+  s->e[idx].taken = true;
+  if (++s->ntaken < s->n) return;
+  uint8_t slot = (uint8_t)strand_pool_index(&c->slots, s);
+  for (int k = 0; k < c->nopen; k++) {
+    if (c->open_order[k] != slot) continue;
+    memmove(&c->open_order[k], &c->open_order[k + 1], (size_t)(c->nopen - k - 1));
+    c->nopen--;
+    break;
+  }
+}
+
+static int slot_rule_entry(const sk_recv_slot_t *s, int32_t tag) {
+  bool taken[SK_MAX_RECVS];
+  int32_t tags[SK_MAX_RECVS];
+  for (int j = 0; j < s->n; j++) {
+    taken[j] = s->e[j].taken;
+    tags[j] = s->e[j].tag;
+  }
+  return rule_entry(s->n, tags, taken, tag);
+}
+
+/* An eager message lands in entry idx of s. Larger than the entry: an error here, and the sender
+ * is told (it could not check: it did not know the receive). */
+static void eager_deliver(sk_comm_t *c, sk_recv_slot_t *s, int idx, int32_t tag, uint64_t size,
+                          const uint8_t *payload) {
+  sk_recv_entry_t *e = &s->e[idx];
+  take_entry(c, s, idx);
+  c->eager_consumed++;
+  if (size > e->posted) {
+    s->failed = 1;
+    sk_comm_set_error(c, STRAND_INVALID_USAGE,
+                      "the peer sent a %llu-byte message to receive %u (entry %d, tag %d) that "
+                      "only has room for %zu bytes; the sender and receiver disagree on sizes",
+                      (unsigned long long)size, s->seq, idx, tag, e->posted);
+    sk_eager_err_msg_t m = {.type = SK_MSG_EAGER_ERR, .tag = tag, .size = size,
+                            .posted = e->posted};
+    ctrl_send(c, &m, sizeof m, NULL, 0);
+    return;
+  }
+  if (size) memcpy(e->data, payload, size);
+  e->size = size;
+  e->size_known = true;
+  atomic_store_explicit(&e->bytes_done, size, memory_order_relaxed);
+}
+
+/* The receiver counts small messages in a row; after a few it stops announcing receives, and a
+ * large one (or the sender's NEED_CTS) turns announcing back on. */
+static void note_size(sk_comm_t *c, uint64_t size) {
+  size_t lim = eager_limit(c);
+  if (lim == 0 || size > lim) {
+    c->small_run = 0;
+    c->announce = true;
+  } else if (++c->small_run >= SK_EAGER_QUIET_AFTER) {
+    c->announce = false;
+  }
+}
+
+static bool on_eager(sk_comm_t *c, const sk_eager_hdr_t *h, const uint8_t *payload) {
+  c->msg_count++;
+  c->eager_total++;
+  note_size(c, h->size);
+  for (int k = 0; k < c->nopen; k++) {
+    sk_recv_slot_t *s = strand_pool_at(&c->slots, c->open_order[k]);
+    int j = slot_rule_entry(s, h->tag);
+    if (j >= 0) {
+      eager_deliver(c, s, j, h->tag, h->size, payload);
+      return true;
+    }
+  }
+  /* No receive for it yet: keep a copy until one is posted (the credits bound how many). */
+  if (c->nunexp >= SK_EAGER_CREDITS) {
+    protocol_error(c, "more eager messages than credits granted");
+    return false;
+  }
+  uint8_t *copy = NULL;
+  if (h->size > 0 && (copy = malloc(h->size)) == NULL) {
+    sk_comm_set_error(c, STRAND_SYSTEM_ERROR, "out of memory keeping a %llu-byte eager message",
+                      (unsigned long long)h->size);
+    return false;
+  }
+  if (h->size) memcpy(copy, payload, h->size);
+  c->unexp[c->nunexp].tag = h->tag;
+  c->unexp[c->nunexp].size = h->size;
+  c->unexp[c->nunexp].data = copy;
+  c->nunexp++;
+  c->eager_early++;
+  return true;
+}
+
+/* A receive was posted: it takes the kept eager messages the rule gives it, oldest first. */
+static void match_unexpected(sk_comm_t *c, sk_recv_slot_t *s) {
+  for (int k = 0; k < c->nunexp && s->ntaken < s->n;) {
+    int j = slot_rule_entry(s, c->unexp[k].tag);
+    if (j < 0) {
+      k++;
+      continue;
+    }
+    eager_deliver(c, s, j, c->unexp[k].tag, c->unexp[k].size, c->unexp[k].data);
+    free(c->unexp[k].data);
+    memmove(&c->unexp[k], &c->unexp[k + 1], (size_t)(c->nunexp - k - 1) * sizeof c->unexp[0]);
+    c->nunexp--;
+  }
+}
+
+/* One write: a CREDIT (read point, credits), then a CTS for every open receive not announced yet
+ * (all = false: only credits). */
+static bool write_credit_cts(sk_comm_t *c, bool cts) {
+  uint8_t buf[sizeof(sk_credit_msg_t) +
+              SK_RECV_SLOTS * (sizeof(sk_cts_hdr_t) + SK_MAX_RECVS * sizeof(sk_cts_entry_t))];
+  size_t len = 0;
+  if (c->eager_max > 0) {
+    c->credits_granted = SK_EAGER_CREDITS + c->eager_consumed;
+    sk_credit_msg_t m = {.type = SK_MSG_CREDIT, .msgs_read = c->msg_count,
+                         .credits = c->credits_granted, .eager_max = (uint32_t)c->eager_max};
+    memcpy(buf, &m, sizeof m);
+    len = sizeof m;
+  }
+  for (int k = 0; cts && k < c->nopen; k++) {
+    sk_recv_slot_t *s = strand_pool_at(&c->slots, c->open_order[k]);
+    if (s->announced) continue;
+    s->announced = true;
+    c->cts_written++;
+    sk_cts_hdr_t h = {.type = SK_MSG_CTS, .n = (uint8_t)s->n, .slot = c->open_order[k],
+                      .seq = s->seq};
+    for (int i = 0; i < s->n; i++) h.taken |= (uint8_t)(s->e[i].taken << i);
+    memcpy(buf + len, &h, sizeof h);
+    len += sizeof h;
+    for (int i = 0; i < s->n; i++) {
+      sk_cts_entry_t e = {.size = s->e[i].posted, .tag = s->e[i].tag};
+      memcpy(buf + len, &e, sizeof e);
+      len += sizeof e;
+    }
+  }
+  return len == 0 || ctrl_send(c, buf, len, NULL, 0);
+}
+
+/* After reading the control stream: announce receives if the sender asked, return credits once
+ * half of them are used. */
+static bool recv_after_parse(sk_comm_t *c) {
+  if (c->announce_now) {
+    c->announce_now = false;
+    return write_credit_cts(c, true);
+  }
+  if (c->eager_max > 0 &&
+      SK_EAGER_CREDITS + c->eager_consumed - c->credits_granted >= SK_EAGER_CREDITS / 2)
+    return write_credit_cts(c, false);
+  return true;
+}
+
 static bool on_send(sk_comm_t *c, const sk_send_hdr_t *h, const uint8_t *payload) {
   sk_recv_slot_t *s = slot_for(c, h->slot, h->seq, h->idx);
-  if (s == NULL || s->e[h->idx].size_known) {
+  if (s == NULL || s->e[h->idx].taken) {
     protocol_error(c, "message header for a receive that is not posted");
     return false;
   }
+  c->msg_count++;
+  note_size(c, h->size);
+  take_entry(c, s, h->idx);
   sk_recv_entry_t *e = &s->e[h->idx];
   if (h->size > e->posted) { /* the sender checks this; never copy past the buffer */
     protocol_error(c, "message larger than the posted receive");
@@ -166,10 +398,12 @@ static bool on_send(sk_comm_t *c, const sk_send_hdr_t *h, const uint8_t *payload
 
 static bool on_err(sk_comm_t *c, const sk_err_msg_t *m) {
   sk_recv_slot_t *s = slot_for(c, m->slot, m->seq, m->idx);
-  if (s == NULL) {
+  if (s == NULL || s->e[m->idx].taken) {
     protocol_error(c, "error report for a receive that is not posted");
     return false;
   }
+  c->msg_count++;
+  take_entry(c, s, m->idx);
   s->failed = 1;
   sk_comm_set_error(c, STRAND_INVALID_USAGE,
                     "the peer sent a %llu-byte message to receive %u (entry %u, tag %d) that "
@@ -213,6 +447,42 @@ static bool ctrl_parse(sk_comm_t *c) {
       sk_err_msg_t m;
       memcpy(&m, p, sizeof m);
       ok = on_err(c, &m);
+    } else if (type == SK_MSG_EAGER && c->type == SK_COMM_RECV) {
+      if (avail < sizeof(sk_eager_hdr_t)) break;
+      sk_eager_hdr_t h;
+      memcpy(&h, p, sizeof h);
+      if (h.size > c->eager_max || h.size > eager_limit(c)) {
+        protocol_error(c, "eager message larger than the receiver allows");
+        return false;
+      }
+      need = sizeof h + h.size;
+      if (avail < need) break;
+      ok = on_eager(c, &h, p + sizeof h);
+    } else if (type == SK_MSG_HELLO && c->type == SK_COMM_RECV) {
+      need = sizeof(sk_hello_msg_t);
+      if (avail < need) break;
+      sk_hello_msg_t m;
+      memcpy(&m, p, sizeof m);
+      c->peer_eager_max = m.eager_max;
+    } else if (type == SK_MSG_NEED_CTS && c->type == SK_COMM_RECV) {
+      need = sizeof(sk_need_cts_msg_t);
+      if (avail < need) break;
+      c->announce = true;
+      c->small_run = 0;
+      c->announce_now = true;
+      c->cts_asked++;
+    } else if (type == SK_MSG_CREDIT && c->type == SK_COMM_SEND) {
+      need = sizeof(sk_credit_msg_t);
+      if (avail < need) break;
+      sk_credit_msg_t m;
+      memcpy(&m, p, sizeof m);
+      ok = on_credit(c, &m);
+    } else if (type == SK_MSG_EAGER_ERR && c->type == SK_COMM_SEND) {
+      need = sizeof(sk_eager_err_msg_t);
+      if (avail < need) break;
+      sk_eager_err_msg_t m;
+      memcpy(&m, p, sizeof m);
+      ok = on_eager_err(c, &m);
     } else {
       protocol_error(c, "unknown message type");
       return false;
@@ -223,6 +493,7 @@ static bool ctrl_parse(sk_comm_t *c) {
     memmove(c->rx, c->rx + off, c->rx_len - off);
     c->rx_len -= off;
   }
+  if (ok && c->type == SK_COMM_RECV) ok = recv_after_parse(c);
   return ok;
 }
 
@@ -374,7 +645,19 @@ strand_result_t sk_comm_init_data(sk_comm_t *c) {
       s->comm = c;
     }
   }
-  return STRAND_SUCCESS;
+  /* Eager set-up, the first bytes either side writes: the sender says how large an eager message
+   * it would send, the receiver grants its credits (it grants none when its limit is 0). Until
+   * the receiver has seen small messages, it announces every receive (CTS path). */
+  c->eager_max = cfg->eager_max;
+  c->announce = true;
+  bool ok = true;
+  if (c->type == SK_COMM_SEND) {
+    sk_hello_msg_t m = {.type = SK_MSG_HELLO, .eager_max = (uint32_t)c->eager_max};
+    ok = ctrl_send(c, &m, sizeof m, NULL, 0);
+  } else if (c->eager_max > 0) {
+    ok = write_credit_cts(c, false);
+  }
+  return ok ? STRAND_SUCCESS : report(c, "connection set-up");
 }
 
 void sk_comm_free(sk_comm_t *c) {
@@ -387,6 +670,13 @@ void sk_comm_free(sk_comm_t *c) {
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   /* NCCL may close a comm with requests in flight (gin_proxy always has receives posted). */
   strand_pool_destroy_in_flight(c->type == SK_COMM_SEND ? &c->reqs : &c->slots);
+  if (c->type == SK_COMM_RECV && c->eager_total > 0)
+    STRAND_INFO(STRAND_SUBSYS_NET, "receive connection with %s closed: %llu eager messages, %llu "
+                "of them before their receive was posted; %u messages in all, %llu CTS written, "
+                "%llu asked for", c->peer, (unsigned long long)c->eager_total,
+                (unsigned long long)c->eager_early, c->msg_count,
+                (unsigned long long)c->cts_written, (unsigned long long)c->cts_asked);
+  for (int k = 0; k < c->nunexp; k++) free(c->unexp[k].data); /* never matched: closed early */
   free(c->tx);
   free(c->rx);
   free(c);
@@ -427,6 +717,126 @@ static void prof_start(const sk_comm_t *c, void **event, void *parent, int op, s
   strand_profiler_start(event, parent, STRAND_PROFILER_NET_ID_SOCK, &d);
 }
 
+/* Whether a message of this size may go without a receive known: small enough for both ends,
+ * and a credit left (nunplaced stays below the credits; the check only keeps the log in bounds). */
+static bool can_eager(const sk_comm_t *c, size_t size) {
+  return size <= eager_limit(c) && c->credits != c->eager_sent &&
+         c->nunplaced < SK_EAGER_CREDITS;
+}
+
+/* A small message that matches no receive this side knows: header and payload in one write, no
+ * CTS waited for; the receiver matches it. It may match a receive the sender learns of later
+ * (sender_replay in on_cts keeps both ends' view of the entries the same). */
+static bool send_eager(sk_comm_t *c, sk_send_req_t *r) {
+  sk_eager_hdr_t h = {.type = SK_MSG_EAGER, .tag = r->tag, .size = r->size};
+  if (!ctrl_send(c, &h, sizeof h, r->data, r->size)) return false;
+  c->unplaced[c->nunplaced].index = c->msg_count++;
+  c->unplaced[c->nunplaced].tag = r->tag;
+  c->nunplaced++;
+  c->eager_sent++;
+  r->ctrl_end = c->tx_accepted;
+  r->next_off = r->size;
+  atomic_store_explicit(&r->bytes_done, r->size, memory_order_relaxed);
+  return true;
+}
+
+/* The CTS path: r goes to entry idx of the known receive at pos. */
+static bool send_matched(sk_comm_t *c, sk_send_req_t *r, uint32_t pos, int idx) {
+  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+  r->seq = e->seq;
+  r->slot = e->slot;
+  r->idx = (uint8_t)idx;
+  const bool inl = r->size <= c->inline_max;
+  sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
+                     .is_inline = inl, .seq = e->seq, .size = r->size};
+  consume_cts(c, pos, idx);
+  c->msg_count++;
+  if (!ctrl_send(c, &h, sizeof h, r->data, inl ? r->size : 0)) return false;
+  /* A request is reported done only once its header (and inline payload) left our queue: after
+   * the last test() of a collective nobody may call into this comm again to flush it. */
+  r->ctrl_end = c->tx_accepted;
+  if (inl) {
+    r->next_off = r->size;
+    atomic_store_explicit(&r->bytes_done, r->size, memory_order_relaxed);
+  } else {
+    r->next_off = 0;
+    atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
+    if (c->pend_tail) c->pend_tail->next_pending = r;
+    else c->pend_head = r;
+    c->pend_tail = r;
+    pump(c);
+    if (!c->use_workers) proxy_move(c);
+  }
+  return true;
+}
+
+enum { SEND_STARTED, SEND_WAIT, SEND_FAILED, SEND_OVERSIZE };
+
+/* Starts r if it can go now: to a receive this side knows (CTS path), else eagerly. SEND_WAIT:
+ * neither (no receive known, too large or no credit for eager). SEND_OVERSIZE: it matched a
+ * receive too small for it; that entry is used up and the receiver told. */
+static int send_try_start(sk_comm_t *c, sk_send_req_t *r) {
+  uint32_t pos;
+  int idx;
+  if (match_cts(c, r->tag, &pos, &idx)) {
+    __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
+    if (r->size > e->size[idx]) {
+      sk_err_msg_t m = {.type = SK_MSG_ERR, .slot = e->slot, .idx = (uint8_t)idx, .seq = e->seq,
+                        .size = r->size, .posted = e->size[idx]};
+      STRAND_WARN("isend to %s (dev %s): message of %zu bytes (tag %d) is larger than the "
+                  "receive it matched (%llu bytes posted); nothing was sent, the receiver is told "
+                  "too", c->peer, c->dev_name, r->size, r->tag, (unsigned long long)e->size[idx]);
+      consume_cts(c, pos, idx);
+      c->msg_count++; /* the ERR takes the entry at the receiver, as a message would */
+      if (ctrl_send(c, &m, sizeof m, NULL, 0)) sk_comm_flush_ctrl(c, 1000);
+      return SEND_OVERSIZE;
+    }
+    c->need_cts_sent = false;
+    return send_matched(c, r, pos, idx) ? SEND_STARTED : SEND_FAILED;
+  }
+  if (can_eager(c, r->size)) {
+    c->need_cts_sent = false;
+    return send_eager(c, r) ? SEND_STARTED : SEND_FAILED;
+  }
+  return SEND_WAIT;
+}
+
+/* Sends that could not start when isend accepted them wait here, in order (the matching rule
+ * numbers messages in send order, so nothing may overtake them). A waiting send asks the receiver
+ * once to announce its receives (NEED_CTS); it is started from a later isend or test(). Accepting
+ * it instead of returning a NULL request means the caller goes on to test() its receives, which
+ * is where the peer's own NEED_CTS gets read (two ranks each spinning on an isend would otherwise
+ * wait for each other's announcements for ever). */
+static bool send_progress_waiting(sk_comm_t *c) {
+  while (c->wait_head != NULL) {
+    sk_send_req_t *r = c->wait_head;
+    int st = send_try_start(c, r);
+    if (st == SEND_WAIT) {
+      if (c->peer_closed) {
+        sk_comm_set_error(c, STRAND_REMOTE_ERROR,
+                          "the peer closed the connection before posting a receive for a message "
+                          "(tag %d, %zu bytes)", r->tag, r->size);
+        return false;
+      }
+      if (!c->need_cts_sent) {
+        sk_need_cts_msg_t m = {.type = SK_MSG_NEED_CTS};
+        if (!ctrl_send(c, &m, sizeof m, NULL, 0)) return false;
+        c->need_cts_sent = true;
+      }
+      return true;
+    }
+    if (st == SEND_OVERSIZE)
+      sk_comm_set_error(c, STRAND_INVALID_USAGE, "a %zu-byte message (tag %d) matched a smaller "
+                        "receive; the sender and receiver disagree on sizes", r->size, r->tag);
+    if (st != SEND_STARTED) return false;
+    r->waiting = false;
+    c->wait_head = r->next_waiting;
+    if (c->wait_head == NULL) c->wait_tail = NULL;
+    r->next_waiting = NULL;
+  }
+  return true;
+}
+
 strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                          void *phandle, void **request) {
   (void)mhandle;
@@ -446,68 +856,56 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
   }
   if (!ctrl_flush(c)) return report(c, "isend");
   if (!c->use_workers) proxy_move(c);
-  uint32_t pos;
-  int idx;
-  /* The control stream is read only when no receive already known matches: NCCL's receiver posts
-   * several steps ahead, so most isends match a CTS read earlier, and an empty recv() on the
-   * proxy thread is a system call on every step (issue 13: the proxy-step profile showed isend
-   * taking 5-9 us where the built-in Socket takes 0.1). */
-  if (!match_cts(c, tag, &pos, &idx) && (!ctrl_poll(c) || !match_cts(c, tag, &pos, &idx))) {
-    if (c->peer_closed) {
-      sk_comm_set_error(c, STRAND_REMOTE_ERROR,
-                        "the peer closed the connection before posting a receive for this "
-                        "message (tag %d, %zu bytes)", tag, size);
-      return report(c, "isend");
-    }
-    return report(c, "isend"); /* no receive posted yet: NULL request, core retries */
-  }
-  __typeof__(c->cts[0]) *e = &c->cts[pos % SK_RECV_SLOTS];
-  if (size > e->size[idx]) {
-    sk_err_msg_t m = {.type = SK_MSG_ERR, .slot = e->slot, .idx = (uint8_t)idx, .seq = e->seq,
-                      .size = size, .posted = e->size[idx]};
-    STRAND_WARN("isend to %s (dev %s): message of %zu bytes (tag %d) is larger than the receive "
-                "it matched (%llu bytes posted); nothing was sent, the receiver is told too",
-                c->peer, c->dev_name, size, tag, (unsigned long long)e->size[idx]);
-    consume_cts(c, pos, idx);
-    if (ctrl_send(c, &m, sizeof m, NULL, 0)) sk_comm_flush_ctrl(c, 1000);
-    return STRAND_INVALID_USAGE;
-  }
+  if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "isend");
   sk_send_req_t *r = strand_pool_get(&c->reqs);
   if (r == NULL) return STRAND_SUCCESS; /* all SK_SEND_REQS in flight: retry */
   r->kind = SK_REQ_SEND;
   r->comm = c;
   r->data = data;
   r->size = size;
-  r->seq = e->seq;
-  r->slot = e->slot;
-  r->idx = (uint8_t)idx;
-  r->next_pending = NULL;
+  r->tag = tag;
+  r->waiting = false;
+  r->seq = 0;
+  r->slot = r->idx = 0;
+  r->next_off = 0;
+  atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
+  r->next_pending = r->next_waiting = NULL;
   r->prof = NULL;
   if (strand_profiler_wanted(phandle))
     prof_start(c, &r->prof, phandle, STRAND_PROFILE_SOCK_SEND, size);
-  const bool inl = size <= c->inline_max;
-  sk_send_hdr_t h = {.type = SK_MSG_SEND, .slot = e->slot, .idx = (uint8_t)idx,
-                     .is_inline = inl, .seq = e->seq, .size = size};
-  consume_cts(c, pos, idx);
-  if (!ctrl_send(c, &h, sizeof h, data, inl ? size : 0)) {
+  int st = SEND_WAIT;
+  if (c->wait_head == NULL) {
+    /* The control stream is read only when no receive already known matches and the message
+     * cannot go eagerly: NCCL's receiver posts several steps ahead, so most isends match a CTS
+     * read earlier or go eager, and an empty recv() on the proxy thread is a system call on
+     * every step (issue 13: the proxy-step profile showed isend taking 5-9 us where the built-in
+     * Socket takes 0.1). */
+    st = send_try_start(c, r);
+    if (st == SEND_WAIT) {
+      if (ctrl_poll(c)) st = send_try_start(c, r);
+      else st = SEND_FAILED;
+    }
+  }
+  if (st == SEND_WAIT) {
+    r->waiting = true;
+    if (c->wait_tail) c->wait_tail->next_waiting = r;
+    else c->wait_head = r;
+    c->wait_tail = r;
+    if (!send_progress_waiting(c)) st = SEND_FAILED;
+  }
+  if (st == SEND_FAILED || st == SEND_OVERSIZE) {
+    if (r->waiting) { /* still queued (the comm failed): r is the last one */
+      sk_send_req_t **pp = &c->wait_head, *prev = NULL;
+      while (*pp != r) {
+        prev = *pp;
+        pp = &(*pp)->next_waiting;
+      }
+      *pp = NULL;
+      c->wait_tail = prev;
+    }
     strand_profiler_stop(&r->prof);
     strand_pool_put(&c->reqs, r);
-    return report(c, "isend");
-  }
-  /* A request is reported done only once its header (and inline payload) left our queue: after
-   * the last test() of a collective nobody may call into this comm again to flush it. */
-  r->ctrl_end = c->tx_accepted;
-  if (inl) {
-    r->next_off = size;
-    atomic_store_explicit(&r->bytes_done, size, memory_order_relaxed);
-  } else {
-    r->next_off = 0;
-    atomic_store_explicit(&r->bytes_done, 0, memory_order_relaxed);
-    if (c->pend_tail) c->pend_tail->next_pending = r;
-    else c->pend_head = r;
-    c->pend_tail = r;
-    pump(c);
-    if (!c->use_workers) proxy_move(c);
+    return st == SEND_OVERSIZE ? STRAND_INVALID_USAGE : report(c, "isend");
   }
   *request = r;
   return STRAND_SUCCESS;
@@ -570,13 +968,8 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
   s->seq = c->next_seq++;
   s->n = n;
   s->failed = 0;
-  struct {
-    sk_cts_hdr_t h;
-    sk_cts_entry_t e[SK_MAX_RECVS];
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  msg.h = (sk_cts_hdr_t){.type = SK_MSG_CTS, .n = (uint8_t)n, .slot = (uint8_t)slot,
-                         .seq = s->seq};
+  s->ntaken = 0;
+  s->announced = false;
   s->nlarge = 0;
   for (int i = 0; i < n; i++) {
     sk_recv_entry_t *e = &s->e[i];
@@ -585,10 +978,9 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
     e->posted = sizes[i];
     e->size = 0;
     e->size_known = false;
+    e->taken = false;
     e->tag = tags ? tags[i] : 0;
     atomic_store_explicit(&e->bytes_done, 0, memory_order_relaxed);
-    msg.e[i].size = sizes[i];
-    msg.e[i].tag = e->tag;
     s->prof[i] = NULL;
     if (phandles != NULL && strand_profiler_wanted(phandles[i]))
       prof_start(c, &s->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
@@ -596,7 +988,12 @@ strand_result_t sk_irecv(void *recvComm, int n, void **data, size_t *sizes, int 
   /* Publish the slot before the sender can learn of it: workers check active_seq (acquire). */
   atomic_store_explicit(&s->active_seq, s->seq + 1, memory_order_release);
   c->large_posted += s->nlarge;
-  if (!ctrl_send(c, &msg, sizeof msg.h + (size_t)n * sizeof msg.e[0], NULL, 0)) {
+  /* Eager messages that came before this receive take their entries now; what is left is open
+   * to later messages, and announced to the sender only while the CTS path is on. */
+  match_unexpected(c, s);
+  if (s->ntaken < s->n) c->open_order[c->nopen++] = (uint8_t)slot;
+  if (c->announce && !write_credit_cts(c, true)) {
+    if (s->ntaken < s->n) c->nopen--;
     c->large_posted -= s->nlarge;
     atomic_store_explicit(&s->active_seq, 0, memory_order_relaxed);
     for (int i = 0; i < n; i++) strand_profiler_stop(&s->prof[i]);
@@ -622,7 +1019,7 @@ strand_result_t sk_iflush(void *recvComm, int n, void **data, int *sizes, void *
 /* ---- test ----------------------------------------------------------------------------------- */
 
 static bool send_complete(const sk_send_req_t *r) {
-  return r->next_off == r->size && r->comm->tx_written >= r->ctrl_end &&
+  return !r->waiting && r->next_off == r->size && r->comm->tx_written >= r->ctrl_end &&
          atomic_load_explicit(&r->bytes_done, memory_order_acquire) == r->size;
 }
 
@@ -638,6 +1035,7 @@ static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
     return STRAND_SUCCESS;
   }
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+  if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "test");
   if (c->pend_head) pump(c);
   if (!c->use_workers) proxy_move(c);
   strand_result_t rc = report(c, "test");
@@ -664,20 +1062,29 @@ static strand_result_t test_recv(sk_recv_slot_t *s, int *done, int *sizes) {
                 (void *)s, c->peer);
     return STRAND_INTERNAL_ERROR;
   }
-  if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
-  if (!c->use_workers) proxy_move(c);
-  strand_result_t rc = report(c, "test");
-  if (rc != STRAND_SUCCESS) return rc;
-  bool complete = true, header_missing = false;
-  for (int i = 0; i < s->n; i++) {
-    sk_recv_entry_t *e = &s->e[i];
-    if (!e->size_known) {
-      complete = false;
-      header_missing = true;
-    } else if (atomic_load_explicit(&e->bytes_done, memory_order_acquire) != e->size) {
-      complete = false;
+  bool complete = false, header_missing = false;
+  /* A receive an earlier read already filled (eager messages often arrive several at a time, or
+   * before the receive was posted) completes without a system call. */
+  for (int pass = 0; pass < 2 && !complete; pass++) {
+    if (pass == 1) {
+      if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
+      if (!c->use_workers) proxy_move(c);
+    }
+    strand_result_t rc = report(c, "test");
+    if (rc != STRAND_SUCCESS) return rc;
+    complete = true;
+    header_missing = false;
+    for (int i = 0; i < s->n; i++) {
+      sk_recv_entry_t *e = &s->e[i];
+      if (!e->size_known) {
+        complete = false;
+        header_missing = true;
+      } else if (atomic_load_explicit(&e->bytes_done, memory_order_acquire) != e->size) {
+        complete = false;
+      }
     }
   }
+  strand_result_t rc;
   if (!complete) {
     /* Everything the peer sent before closing has been parsed: a missing header never comes;
      * missing payload never comes once every data stream saw EOF too. */

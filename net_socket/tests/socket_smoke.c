@@ -2,7 +2,8 @@
  * through ncclNetPlugin_v11 (what NCCL 2.28 picks) from one thread, both ends in one process
  * unless a case needs a second process.
  *
- *   socket_smoke PLUGIN.so [case]     cases: props, transfer, group, window, oversize, stranger,
+ *   socket_smoke PLUGIN.so [case]     cases: props, transfer, group, window, oversize, eager,
+ *                                             stranger,
  *                                             peer_death_recv, peer_death_send, all (default);
  *                                             hostile = strangers_flood, forged_handle,
  *                                             closed_listener, dereg_misuse (issue 14);
@@ -82,6 +83,27 @@ static int post_send(void *sc, void *buf, size_t size, int tag, void *mh, void *
   return 0;
 }
 
+/* post_send that tests the receive *rreq between tries, as a proxy thread would: a send may wait
+ * for the receiver to read the control stream (eager path: the receiver announces receives only
+ * when asked). A receive that completes meanwhile becomes NULL, its sizes in got. */
+static int post_send_poll(void *sc, void *buf, size_t size, int tag, void *mh, void **req,
+                          void **rreq, int *got) {
+  double t0 = pt_now_s();
+  *req = NULL;
+  for (;;) {
+    strand_result_t rc = net->isend(sc, buf, size, tag, mh, NULL, req);
+    if (rc != STRAND_SUCCESS) return (int)rc;
+    if (*req != NULL) return 0;
+    if (*rreq != NULL) {
+      int done = 0;
+      rc = net->test(*rreq, &done, got);
+      if (rc != STRAND_SUCCESS) return (int)rc;
+      if (done) *rreq = NULL;
+    }
+    if (pt_now_s() - t0 > SMOKE_TIMEOUT_S) return -1;
+  }
+}
+
 static int case_props(void) {
   int ndev = 0;
   PT_CHECK(net->devices(&ndev) == STRAND_SUCCESS && ndev >= 1, "devices: %d", ndev);
@@ -126,8 +148,8 @@ static int case_transfer(void) {
     int tag = 3;
     PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, &rmh, NULL, &reqs[1]) == STRAND_SUCCESS &&
                  reqs[1], "irecv");
-    PT_CHECK(post_send(sc, sb, n, 3, smh, &reqs[0]) == 0, "isend %zu", n);
     int got[16] = {0};
+    PT_CHECK(post_send_poll(sc, sb, n, 3, smh, &reqs[0], &reqs[1], &got[8]) == 0, "isend %zu", n);
     if (wait_reqs(reqs, got, 2)) return -1;
     PT_CHECK((size_t)got[8] == n, "received size %d, sent %zu", got[8], n);
     long bad_at = pt_verify(rb, n, (unsigned)k);
@@ -333,6 +355,207 @@ static int case_oversize(void) {
     net->closeRecv(rc_);
     if (!big && connect_pair(&sc, &rc_)) return -1;
   }
+  return 0;
+}
+
+/* Eager path (STRAND_SOCKET_EAGER_BYTES, sk_xfer.c): both ends must apply the same matching rule
+ * (each message, in send order, takes the oldest posted receive with a free entry for its tag;
+ * any entry when n == 1) whether a message went eagerly, through a CTS, before or after its
+ * receive was posted, and whatever mix of small and large messages makes the receiver switch
+ * between announcing receives and not. Seeded random scenarios: grouped and single receives,
+ * sizes on both sides of the eager and inline limits, and a random interleaving of posting
+ * receives, posting the next send (one try: a NULL request leaves it for later) and testing
+ * requests. Every entry must hold exactly the message the rule gives it. */
+enum { EI_RECVS = 10, EI_MSGS = EI_RECVS * 3, EI_POSTED = 70000 };
+typedef struct {
+  int n, tags[3];
+  int want[3]; /* message index the rule gives each entry */
+} ei_recv_t;
+
+static unsigned ei_rand(unsigned *st) {
+  *st = *st * 1103515245u + 12345u;
+  return (*st >> 16) & 0x7fff;
+}
+
+/* The rule over the whole sequences (every receive posted before any message): the reference. */
+static bool ei_reference(ei_recv_t *rv, int nr, const int *mtag, int nm) {
+  int taken[EI_RECVS][3];
+  memset(taken, 0, sizeof taken);
+  for (int m = 0; m < nm; m++) {
+    bool placed = false;
+    for (int r = 0; r < nr && !placed; r++)
+      for (int j = 0; j < rv[r].n && !placed; j++)
+        if (!taken[r][j] && (rv[r].n == 1 || rv[r].tags[j] == mtag[m])) {
+          taken[r][j] = 1;
+          rv[r].want[j] = m;
+          placed = true;
+        }
+    if (!placed) return false;
+  }
+  for (int r = 0; r < nr; r++)
+    for (int j = 0; j < rv[r].n; j++)
+      if (!taken[r][j]) return false;
+  return true;
+}
+
+/* Runs one scenario: receives rv, messages (tags, sizes) in send order. The schedule says what
+ * comes next: 0 post the next receive, 1 try the next send once, 2 test one pending request of
+ * each side; NULL = random. After the schedule, only tests until everything is done. */
+static int ei_run(void *sc, void *rc_, unsigned seed, ei_recv_t *rv, int nr, const int *mtag,
+                  const size_t *msize, int nm, const uint8_t *sched, int nsched, unsigned *st) {
+  unsigned char *sbuf[EI_MSGS], *rbuf[EI_RECVS][3];
+  for (int m = 0; m < nm; m++) {
+    sbuf[m] = malloc(msize[m] + 1);
+    pt_fill(sbuf[m], msize[m], seed * 64u + (unsigned)m);
+  }
+  void *rreq[EI_RECVS] = {0}, *sreq[EI_MSGS] = {0};
+  bool rdone[EI_RECVS] = {0}, sdone[EI_MSGS] = {0};
+  int got[EI_RECVS][8];
+  int nr_posted = 0, ns_posted = 0, left = nr + nm, step = 0;
+  const double t0 = pt_now_s();
+  while (left > 0) {
+    PT_CHECK(pt_now_s() - t0 < SMOKE_TIMEOUT_S, "seed %u: %d requests not done (%d receives, %d "
+             "sends posted)", seed, left, nr_posted, ns_posted);
+    unsigned op = sched == NULL       ? ei_rand(st) % 4
+                  : step < nsched     ? sched[step]
+                  : nr_posted < nr    ? 0
+                  : ns_posted < nm    ? 1 + (unsigned)(step & 1)
+                                      : 2;
+    step++;
+    if (op == 0 && nr_posted < nr) {
+      ei_recv_t *r = &rv[nr_posted];
+      void *d[3];
+      size_t posted[3];
+      for (int j = 0; j < r->n; j++) {
+        rbuf[nr_posted][j] = calloc(1, EI_POSTED);
+        d[j] = rbuf[nr_posted][j];
+        posted[j] = EI_POSTED;
+      }
+      strand_result_t rc = net->irecv(rc_, r->n, d, posted, r->tags, NULL, NULL, &rreq[nr_posted]);
+      PT_CHECK(rc == STRAND_SUCCESS && rreq[nr_posted], "seed %u: irecv %d: %d", seed, nr_posted,
+               rc);
+      nr_posted++;
+    } else if (op == 1 && ns_posted < nm) {
+      strand_result_t rc = net->isend(sc, sbuf[ns_posted], msize[ns_posted], mtag[ns_posted],
+                                      NULL, NULL, &sreq[ns_posted]);
+      PT_CHECK(rc == STRAND_SUCCESS, "seed %u: isend %d: %d", seed, ns_posted, rc);
+      if (sreq[ns_posted]) ns_posted++;
+    } else if (op >= 2) {
+      /* test one pending request of each side (a proxy thread polls both) */
+      for (int side = 0; side < 2; side++) {
+        int lim = side ? ns_posted : nr_posted, pick = -1;
+        for (int k = 0; k < lim; k++) {
+          int i = (int)((k + ei_rand(st)) % (unsigned)lim);
+          if (!(side ? sdone[i] : rdone[i])) {
+            pick = i;
+            break;
+          }
+        }
+        if (pick < 0) continue;
+        int done = 0;
+        strand_result_t rc = net->test(side ? sreq[pick] : rreq[pick], &done,
+                                       side ? NULL : got[pick]);
+        PT_CHECK(rc == STRAND_SUCCESS, "seed %u: test %s %d: %d", seed, side ? "send" : "recv",
+                 pick, rc);
+        if (done) {
+          (side ? sdone : rdone)[pick] = true;
+          left--;
+        }
+      }
+    }
+  }
+  for (int r = 0; r < nr; r++) {
+    for (int j = 0; j < rv[r].n; j++) {
+      int m = rv[r].want[j];
+      PT_CHECK((size_t)got[r][j] == msize[m], "seed %u: receive %d entry %d (tag %d) got %d "
+               "bytes, the rule gives it message %d of %zu bytes", seed, r, j, rv[r].tags[j],
+               got[r][j], m, msize[m]);
+      PT_CHECK(pt_verify(rbuf[r][j], msize[m], seed * 64u + (unsigned)m) < 0,
+               "seed %u: receive %d entry %d does not hold message %d", seed, r, j, m);
+      free(rbuf[r][j]);
+    }
+  }
+  for (int m = 0; m < nm; m++) free(sbuf[m]);
+  return 0;
+}
+
+static int ei_scenario(void *sc, void *rc_, unsigned seed) {
+  static const size_t kinds[] = {0, 8, 100, 8192, 8193, 20000, 65536};
+  ei_recv_t rv[EI_RECVS];
+  int mtag[EI_MSGS], nm = 0;
+  unsigned st = seed;
+  /* Receives, then messages whose tags fill them, shuffled until the rule places them all. */
+  for (int tries = 0;; tries++) {
+    nm = 0;
+    for (int r = 0; r < EI_RECVS; r++) {
+      rv[r].n = 1 + (int)(ei_rand(&st) % 3);
+      for (int j = 0; j < rv[r].n; j++) {
+        rv[r].tags[j] = rv[r].n == 1 ? 0 : 1 + (int)(ei_rand(&st) % 3);
+        mtag[nm++] = rv[r].n == 1 ? 1 + (int)(ei_rand(&st) % 3) : rv[r].tags[j];
+      }
+    }
+    for (int i = nm - 1; i > 0; i--) {
+      int k = (int)(ei_rand(&st) % (unsigned)(i + 1)), t = mtag[i];
+      mtag[i] = mtag[k];
+      mtag[k] = t;
+    }
+    if (ei_reference(rv, EI_RECVS, mtag, nm)) break;
+    PT_CHECK(tries < 1000, "seed %u: no complete scenario", seed);
+  }
+  size_t msize[EI_MSGS];
+  for (int m = 0; m < nm; m++) /* runs of one kind: streaks of small and of large messages */
+    msize[m] = (m > 0 && ei_rand(&st) % 3) ? msize[m - 1] : kinds[ei_rand(&st) % 7];
+  return ei_run(sc, rc_, seed, rv, EI_RECVS, mtag, msize, nm, NULL, 0, &st);
+}
+
+/* Every interleaving of posting 3 receives ({any}, {tag 1, tag 2}, {any}) and 4 sends (tags
+ * 2, 1, 1, 2), with every mix of small (8 B, eager) and large (20000 B, CTS path) messages:
+ * 35 orders x 16 size mixes, each followed by tests until done. */
+static int ei_exhaustive(void *sc, void *rc_) {
+  ei_recv_t base[3] = {{1, {0}, {0}}, {2, {1, 2}, {0}}, {1, {0}, {0}}};
+  const int mtag[4] = {2, 1, 1, 2};
+  unsigned st = 7, seed = 1000;
+  for (unsigned mix = 0; mix < 16; mix++) {
+    size_t msize[4];
+    for (int m = 0; m < 4; m++) msize[m] = (mix >> m) & 1 ? 20000 : 8;
+    for (unsigned bits = 0; bits < 128; bits++) {
+      if (__builtin_popcount(bits) != 3) continue; /* which of the 7 steps post a receive */
+      uint8_t sched[7];
+      for (int k = 0; k < 7; k++) sched[k] = (bits >> k) & 1 ? 0 : 1;
+      ei_recv_t rv[3];
+      memcpy(rv, base, sizeof rv);
+      PT_CHECK(ei_reference(rv, 3, mtag, 4), "exhaustive scenario incomplete");
+      if (ei_run(sc, rc_, seed++, rv, 3, mtag, msize, 4, sched, 7, &st)) return -1;
+    }
+  }
+  return 0;
+}
+
+static int case_eager(void) {
+  void *sc, *rc_;
+  if (connect_pair(&sc, &rc_)) return -1;
+  /* One connection for every scenario: credits, the receiver's mode and the sender's view carry
+   * over from one to the next, as they do in a long NCCL job. */
+  for (unsigned seed = 1; seed <= 60; seed++)
+    if (ei_scenario(sc, rc_, seed)) return -1;
+  if (ei_exhaustive(sc, rc_)) return -1;
+  /* Oversize sent eagerly (no receive known): an error on the receiver, then the sender. */
+  unsigned char big[200], small[100] = {0};
+  memset(big, 0x5a, sizeof big);
+  void *sreq = NULL, *rreq = NULL, *d = small;
+  size_t posted = sizeof small;
+  int tag = 9;
+  PT_CHECK(net->isend(sc, big, sizeof big, tag, NULL, NULL, &sreq) == STRAND_SUCCESS,
+           "eager isend of 200 bytes");
+  PT_CHECK(net->irecv(rc_, 1, &d, &posted, &tag, NULL, NULL, &rreq) == STRAND_SUCCESS && rreq,
+           "irecv after an eager oversize message");
+  /* Not sent eagerly (no credit at hand): it goes through the CTS and fails on the sender. */
+  if (sreq == NULL) PT_CHECK(post_send(sc, big, sizeof big, tag, NULL, &sreq) > 0, "oversize send");
+  int err = wait_one(rreq, NULL);
+  PT_CHECK(err != STRAND_SUCCESS && err != PT_TIMEOUT, "receiver did not see the oversize error");
+  PT_CHECK(small[0] == 0, "oversize message copied into the receive");
+  net->closeSend(sc);
+  net->closeRecv(rc_);
   return 0;
 }
 
@@ -905,6 +1128,7 @@ int main(int argc, char **argv) {
                {"group", case_group, false},       {"window", case_window, false},
                {"reuse", case_reuse, false},       {"profiler", case_profiler, false},
                {"oversize", case_oversize, false}, {"stranger", case_stranger, false},
+               {"eager", case_eager, false},
                {"strangers_flood", case_strangers_flood, true},
                {"forged_handle", case_forged_handle, true},
                {"closed_listener", case_closed_listener, true},

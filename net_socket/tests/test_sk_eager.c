@@ -1,0 +1,289 @@
+/* strand-socket eager path (sk_xfer.c): the matching rule both ends must agree on, the credits,
+ * and the point of the path — no CTS per receive once small messages stream — driven through
+ * sk_isend / sk_irecv / sk_test on two comms joined by a socketpair (one control stream, no data
+ * streams: every message here fits inline, up to STRAND_SOCKET_INLINE). No listener, no threads,
+ * no TCP: each run takes microseconds, so the interleavings can be enumerated exhaustively.
+ *
+ * The reference is the rule itself over the whole sequences: each message, in send order, takes
+ * the oldest receive with a free entry for its tag (any entry when the receive has one buffer).
+ * Whether a message went eagerly or through a CTS, before or after its receive was posted, every
+ * buffer must end up holding exactly the message the rule gives it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sk.h"
+#include "strand/params.h"
+
+enum { MAXR = 4, MAXM = 8, POSTED = 16384 };
+
+typedef struct {
+  sk_comm_t *s, *r;
+} pair_t;
+
+static pair_t pair_open(void) {
+  int fds[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  pair_t p;
+  sk_comm_t *c[2];
+  for (int i = 0; i < 2; i++) {
+    c[i] = calloc(1, sizeof *c[i]);
+    assert_non_null(c[i]);
+    c[i]->type = i == 0 ? SK_COMM_SEND : SK_COMM_RECV;
+    c[i]->ctrl_fd = fds[i];
+    snprintf(c[i]->peer, sizeof c[i]->peer, "socketpair");
+    assert_int_equal(sk_comm_init_data(c[i]), STRAND_SUCCESS);
+  }
+  p.s = c[0];
+  p.r = c[1];
+  return p;
+}
+
+static void pair_close(pair_t p) {
+  sk_comm_free(p.s);
+  sk_comm_free(p.r);
+}
+
+typedef struct {
+  int n, tags[3], want[3];
+} recv_t;
+
+/* The rule over the whole sequences; false if some message or entry stays unmatched. */
+static bool reference(recv_t *rv, int nr, const int *mtag, int nm) {
+  bool taken[MAXR][3] = {{false}};
+  for (int m = 0; m < nm; m++) {
+    bool placed = false;
+    for (int r = 0; r < nr && !placed; r++)
+      for (int j = 0; j < rv[r].n && !placed; j++)
+        if (!taken[r][j] && (rv[r].n == 1 || rv[r].tags[j] == mtag[m])) {
+          taken[r][j] = placed = true;
+          rv[r].want[j] = m;
+        }
+    if (!placed) return false;
+  }
+  for (int r = 0; r < nr; r++)
+    for (int j = 0; j < rv[r].n; j++)
+      if (!taken[r][j]) return false;
+  return true;
+}
+
+static unsigned char pattern(int m, size_t i) { return (unsigned char)(m * 31 + (int)i * 7 + 1); }
+
+/* One run: sched[k] = 0 posts the next receive, 1 the next send; every pending request is tested
+ * once after each step, then until all are done (bounded). */
+static void run(pair_t p, recv_t *rv, int nr, const int *mtag, const size_t *msize, int nm,
+                const uint8_t *sched) {
+  static unsigned char sbuf[MAXM][POSTED], rbuf[MAXR][3][POSTED];
+  void *rreq[MAXR] = {0}, *sreq[MAXM] = {0};
+  bool rdone[MAXR] = {false}, sdone[MAXM] = {false};
+  int got[MAXR][SK_MAX_RECVS];
+  for (int m = 0; m < nm; m++)
+    for (size_t i = 0; i < msize[m]; i++) sbuf[m][i] = pattern(m, i);
+  int nr_posted = 0, ns_posted = 0, left = nr + nm;
+  for (int step = 0; left > 0; step++) {
+    assert_true(step < 100000);
+    if (step < nr + nm && sched[step] == 0) {
+      void *d[3];
+      size_t posted[3];
+      for (int j = 0; j < rv[nr_posted].n; j++) {
+        memset(rbuf[nr_posted][j], 0, POSTED);
+        d[j] = rbuf[nr_posted][j];
+        posted[j] = POSTED;
+      }
+      assert_int_equal(sk_irecv(p.r, rv[nr_posted].n, d, posted, rv[nr_posted].tags, NULL, NULL,
+                                &rreq[nr_posted]), STRAND_SUCCESS);
+      assert_non_null(rreq[nr_posted]);
+      nr_posted++;
+    } else if (step < nr + nm) {
+      /* With nothing else in flight a send is always accepted (eagerly, to a known receive, or
+       * waiting for one): the request limit is far away. */
+      assert_int_equal(sk_isend(p.s, sbuf[ns_posted], msize[ns_posted], mtag[ns_posted], NULL,
+                                NULL, &sreq[ns_posted]), STRAND_SUCCESS);
+      assert_non_null(sreq[ns_posted]);
+      ns_posted++;
+    }
+    for (int i = 0; i < nr_posted; i++) {
+      if (rdone[i]) continue;
+      int done = 0;
+      assert_int_equal(sk_test(rreq[i], &done, got[i]), STRAND_SUCCESS);
+      if (done) rdone[i] = true, left--;
+    }
+    for (int i = 0; i < ns_posted; i++) {
+      if (sdone[i]) continue;
+      int done = 0;
+      assert_int_equal(sk_test(sreq[i], &done, NULL), STRAND_SUCCESS);
+      if (done) sdone[i] = true, left--;
+    }
+  }
+  for (int r = 0; r < nr; r++)
+    for (int j = 0; j < rv[r].n; j++) {
+      int m = rv[r].want[j];
+      assert_int_equal(got[r][j], (int)msize[m]);
+      for (size_t i = 0; i < msize[m]; i++)
+        if (rbuf[r][j][i] != pattern(m, i)) fail_msg("receive %d entry %d byte %zu", r, j, i);
+    }
+}
+
+/* Every interleaving of 4 receives ({any}, {1, 2}, {any}, {2, 1, 1}) and 7 sends, with every mix of
+ * eager (8 B), CTS-path (8193 B, above the eager limit) and empty messages on one connection:
+ * C(11, 4) = 330 orders x 3 size mixes per message pattern below. */
+static void test_every_interleaving(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  recv_t base[MAXR] = {{1, {0}, {0}}, {2, {1, 2}, {0}}, {1, {0}, {0}}, {3, {2, 1, 1}, {0}}};
+  const int mtag[7] = {2, 1, 1, 2, 2, 1, 1};
+  static const size_t kinds[3] = {8, 8193, 0};
+  int runs = 0;
+  for (unsigned mix = 0; mix < 9; mix++) {
+    size_t msize[7];
+    for (int m = 0; m < 7; m++) msize[m] = kinds[(mix + (unsigned)m * (mix / 3 + 1)) % 3];
+    for (unsigned bits = 0; bits < (1u << 11); bits++) {
+      if (__builtin_popcount(bits) != 4) continue;
+      uint8_t sched[11];
+      for (int k = 0; k < 11; k++) sched[k] = (bits >> k) & 1 ? 0 : 1;
+      recv_t rv[MAXR];
+      memcpy(rv, base, sizeof rv);
+      assert_true(reference(rv, MAXR, mtag, 7));
+      run(p, rv, MAXR, mtag, msize, 7, sched);
+      runs++;
+    }
+  }
+  assert_int_equal(runs, 9 * 330);
+  assert_int_equal(p.r->nunexp, 0);
+  pair_close(p);
+}
+
+/* The design goal: once small messages stream, the receiver writes no CTS per receive and returns
+ * credits once per half window; the sender reads the control stream only for credits. */
+static void test_no_cts_per_receive(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const size_t msize[1] = {8};
+  const uint8_t sched[2] = {0, 1};
+  for (int k = 0; k < 16; k++) run(p, rv, 1, mtag, msize, 1, sched); /* warm up: mode switch */
+  uint64_t cts0 = p.r->cts_written, eager0 = p.r->eager_total;
+  uint32_t granted0 = p.r->credits_granted;
+  for (int k = 0; k < 640; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  assert_int_equal(p.r->cts_written, cts0);
+  assert_int_equal(p.r->eager_total - eager0, 640);
+  /* 640 credits used: 20 returns of 32 */
+  assert_int_equal((uint32_t)(p.r->credits_granted - granted0), 640);
+  assert_false(p.r->announce);
+  pair_close(p);
+}
+
+/* More small messages than credits before any receive is posted: 64 go eagerly and wait in the
+ * receiver's buffer, the rest wait in the sender (accepted, not NULL), and all arrive in order
+ * once receives are posted; then one larger message turns the CTS path back on. */
+static void test_credits_exhausted(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  enum { N = 100 };
+  static unsigned char s[N][8], r[N][8];
+  void *sreq[N], *rreq[N];
+  for (int m = 0; m < N; m++) {
+    memset(s[m], m, 8);
+    assert_int_equal(sk_isend(p.s, s[m], 8, 5, NULL, NULL, &sreq[m]), STRAND_SUCCESS);
+    assert_non_null(sreq[m]);
+  }
+  /* Receives are posted as slots free up (32 at most in flight); the receiver never holds more
+   * than the credits it granted. */
+  bool sdone[N] = {false}, rdone[N] = {false};
+  int nposted = 0;
+  for (int left = 2 * N, spins = 0; left > 0; spins++) {
+    assert_true(spins < 100000);
+    if (nposted < N) {
+      void *d = r[nposted];
+      size_t posted = 8;
+      int tag = 5;
+      rreq[nposted] = NULL;
+      assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq[nposted]),
+                       STRAND_SUCCESS);
+      if (rreq[nposted] != NULL) nposted++;
+    }
+    assert_true(p.r->nunexp <= SK_EAGER_CREDITS);
+    for (int m = 0; m < N; m++) {
+      int done = 0;
+      if (m < nposted && !rdone[m]) {
+        assert_int_equal(sk_test(rreq[m], &done, NULL), STRAND_SUCCESS);
+        if (done) rdone[m] = true, left--;
+      }
+      done = 0;
+      if (!sdone[m]) {
+        assert_int_equal(sk_test(sreq[m], &done, NULL), STRAND_SUCCESS);
+        if (done) sdone[m] = true, left--;
+      }
+    }
+  }
+  for (int m = 0; m < N; m++)
+    for (int i = 0; i < 8; i++)
+      if (r[m][i] != m) fail_msg("receive %d byte %d holds %d", m, i, r[m][i]);
+  assert_true(p.r->eager_early > 0);
+  assert_int_equal(p.r->nunexp, 0);
+  pair_close(p);
+}
+
+/* An eager message larger than its receive: the receiver fails (nothing copied), the sender's
+ * next call fails too. */
+static void test_eager_oversize(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  unsigned char big[200], small[100] = {0};
+  memset(big, 0x5a, sizeof big);
+  void *sreq = NULL, *rreq = NULL, *d = small;
+  size_t posted = sizeof small;
+  int tag = 0;
+  /* first read the receiver's credits, then send before any receive exists */
+  assert_int_equal(sk_isend(p.s, big, 8, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
+  assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
+  int done = 0;
+  for (int k = 0; k < 100 && !done; k++) assert_int_equal(sk_test(rreq, &done, NULL), 0);
+  assert_true(done);
+  done = 0;
+  for (int k = 0; k < 100 && !done; k++) assert_int_equal(sk_test(sreq, &done, NULL), 0);
+  assert_true(done);
+  memset(small, 0, sizeof small);
+  sreq = NULL;
+  assert_int_equal(sk_isend(p.s, big, sizeof big, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
+  assert_non_null(sreq);
+  assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
+  strand_result_t rc = STRAND_SUCCESS;
+  for (int k = 0; k < 100 && rc == STRAND_SUCCESS; k++) rc = sk_test(rreq, &done, NULL);
+  assert_int_equal(rc, STRAND_INVALID_USAGE);
+  assert_int_equal(small[0], 0);
+  rc = STRAND_SUCCESS;
+  for (int k = 0; k < 100 && rc == STRAND_SUCCESS; k++) {
+    void *again = NULL;
+    rc = sk_isend(p.s, big, 8, 0, NULL, NULL, &again);
+  }
+  assert_int_equal(rc, STRAND_INVALID_USAGE);
+  pair_close(p);
+}
+
+static int setup(void **state) {
+  (void)state;
+  setenv("STRAND_SOCKET_NTHREADS", "0", 1);
+  setenv("STRAND_SOCKET_EAGER_BYTES", "8192", 1);
+  setenv("STRAND_SOCKET_INLINE", "16384", 1);
+  return sk_config_load(-1, 2) == STRAND_SUCCESS ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_interleaving),
+      cmocka_unit_test(test_no_cts_per_receive),
+      cmocka_unit_test(test_credits_exhausted),
+      cmocka_unit_test(test_eager_oversize),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
