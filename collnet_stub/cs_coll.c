@@ -648,6 +648,35 @@ void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
   sl->job_rc = cs_exchange_cpu(c, sl);
 }
 
+/* A rank that has just failed the comm (the ranks disagree) drives the net requests it still has
+ * in flight for a bounded time before it stops calling the net: a peer's exchange can still need
+ * this rank's net to move (a rendezvous read to serve, an acknowledgement to send; seen on
+ * tcp;ofi_rxm with 3 ranks and several chunks in flight, where a peer then never completed its own
+ * first exchange and never saw the disagreement). Bounded by CS_DRAIN_S; an error path only. */
+#define CS_DRAIN_S 0.5
+static void cs_drain(cs_comm_t *c) {
+  const strand_net_t *n = c->net;
+  double until = strand_now_s() + CS_DRAIN_S;
+  for (bool left = true; left && strand_now_s() < until;) {
+    left = false;
+    for (int s = 0; s < CS_NSLOTS; s++) {
+      cs_slot_t *sl = &c->slots[s];
+      if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
+      for (int j = 0; j < c->nranks; j++) {
+        void **reqs[2] = {&sl->sreq[j], &sl->rreq[j]};
+        for (int k = 0; k < 2; k++) {
+          if (!*reqs[k]) continue;
+          int done = 0;
+          if (n->test(*reqs[k], &done, NULL) != STRAND_SUCCESS || done)
+            *reqs[k] = NULL;
+          else
+            left = true;
+        }
+      }
+    }
+  }
+}
+
 /* On the caller's thread once the slot's job is done: the slot's next exchange, or the chunk is
  * done. */
 static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
@@ -656,6 +685,7 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   c->stats.t_reduce += sl->job_reduce_s;
   if (sl->job_rc != STRAND_SUCCESS) {
     c->failed = sl->job_rc; /* sticky: the mesh is out of step */
+    cs_drain(c);
     return c->failed;
   }
   cs_req_t *r = sl->req;
