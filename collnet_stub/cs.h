@@ -45,10 +45,7 @@
  * at 3.4 GB/s with 8 chunks in flight). The lane is the exchange's place in its chunk, not its
  * kind, so ranks that disagree about the collective still pair their first exchanges and see the
  * disagreement. */
-#ifndef CS_LANE_PAIRS /* chunks spread round-robin over this many such pairs of lanes */
-#define CS_LANE_PAIRS 1
-#endif
-#define CS_LANES (2 * CS_LANE_PAIRS)
+#define CS_LANES 2
 /* Bytes each rank exchanges with each peer per chunk: about CS_CHUNK_TARGET / nranks, within
  * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). */
 #ifndef CS_CHUNK_TARGET
@@ -114,7 +111,6 @@ typedef struct cs_slot {
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
   uint64_t seq[2];    /* turn of this chunk's exchanges (reduce-scatter, all-gather) in their lanes */
   int lane;           /* lane of the exchange under way */
-  int pair;           /* the chunk's pair of lanes (its number on the comm mod CS_LANE_PAIRS) */
   char *send, *recv;  /* nranks messages of comm->stride bytes each (header, then up to block bytes) */
   size_t *slen, *rlen;   /* per peer bytes of the exchange under way (rlen: received, once done) */
   char **sbuf;           /* per peer source of the exchange under way */
@@ -147,7 +143,6 @@ typedef struct cs_comm {
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
   uint64_t next_seq[CS_LANES]; /* next turn handed out, per lane */
-  uint64_t chunks_assigned;    /* chunks given slots so far: picks a chunk's pair of lanes */
   uint64_t turn[CS_LANES];     /* the exchange allowed to post now in each lane (a lane's posts stay
                                   in one order on every rank) */
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */

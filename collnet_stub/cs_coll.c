@@ -439,9 +439,16 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     sl->sreq[j] = sl->rreq[j] = NULL;
   }
   sl->phase = phase;
-  sl->lane = 2 * sl->pair + (phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0);
+  sl->lane = phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0;
   sl->all_posted = false;
   sl->t_post = 0;
+}
+
+/* User bytes of the slot's chunk, every rank's block. */
+static size_t cs_chunk_bytes(const cs_comm_t *c, const cs_slot_t *sl) {
+  size_t bytes = 0;
+  for (int j = 0; j < c->nranks; j++) bytes += sl->blen[j];
+  return bytes;
 }
 
 /* The job CS_JOB_STAGE_IN: copies the chunk's user data into the slot's send area. */
@@ -477,10 +484,8 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->req = r;
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
-  sl->pair = (int)(c->chunks_assigned++ % CS_LANE_PAIRS);
-  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[2 * sl->pair]++;
-  if (r->kind != CS_REDUCESCATTER)
-    sl->seq[CS_PH_AG] = c->next_seq[2 * sl->pair + (r->kind == CS_ALLREDUCE ? 1 : 0)]++;
+  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[0]++;
+  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[r->kind == CS_ALLREDUCE ? 1 : 0]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
@@ -699,7 +704,7 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   }
   r->chunks_done++;
   c->stats.chunks++;
-  for (int j = 0; j < c->nranks; j++) c->stats.bytes += sl->blen[j];
+  c->stats.bytes += cs_chunk_bytes(c, sl);
   sl->req = NULL;
   return STRAND_SUCCESS;
 }
@@ -710,9 +715,7 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
   sl->job = job;
   sl->job_rc = STRAND_SUCCESS;
   sl->job_copy_s = sl->job_reduce_s = 0;
-  size_t bytes = 0;
-  for (int j = 0; j < c->nranks; j++) bytes += sl->blen[j];
-  if (bytes >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  if (cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
   cs_coll_run_job(c, sl);
   return cs_finish_job(c, sl);
 }

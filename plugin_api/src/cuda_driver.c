@@ -54,6 +54,7 @@ static void load(void) {
   ok &= resolve(lib, &drv.memAlloc, "cuMemAlloc_v2");
   ok &= resolve(lib, &drv.memFree, "cuMemFree_v2");
   (void)resolve(lib, &drv.memGetHandleForAddressRange, "cuMemGetHandleForAddressRange");
+  (void)resolve(lib, &drv.deviceGetAttribute, "cuDeviceGetAttribute");
   strand_cu_result_t r = ok ? drv.init(0) : -1;
   usable = ok && r == STRAND_CU_SUCCESS;
   if (!usable)

@@ -83,6 +83,8 @@ typedef struct {
   strand_cu_result_t (*devicePrimaryCtxRelease)(int device);
   strand_cu_result_t (*memAlloc)(strand_cu_devptr_t *d, size_t bytes);
   strand_cu_result_t (*memFree)(strand_cu_devptr_t d);
+  /* Optional: NULL when the driver lacks it (a stand-in driver may). */
+  strand_cu_result_t (*deviceGetAttribute)(int *value, int attribute, int device);
   /* Optional (CUDA >= 11.7): NULL when the driver lacks it. */
   strand_cu_result_t (*memGetHandleForAddressRange)(void *handle, strand_cu_devptr_t ptr,
                                                     size_t bytes, int type,

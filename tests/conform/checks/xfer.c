@@ -1,7 +1,6 @@
 /* strand-conform — xfer.*: message sizes, integrity and the isend/irecv/test contract as NCCL's
  * proxy uses it (spec §6.4-§6.8, §6.12). Every rank sends to its ring successor and receives from
  * its predecessor at the same time, so both directions of every connection are exercised. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -636,17 +635,15 @@ typedef struct {
   char why[200];   /* which rule decided it */
 } fg_rule_t;
 
-/* cuDeviceGetAttribute is not among the SDK loader's entry points: looked up in the same driver
- * library the loader opened (RTLD_NOLOAD). Returns the major version, or -1 when unknown. */
+/* The GPU's compute capability through the SDK's driver loader: the major version, or -1 when
+ * unknown. */
 static int fg_cc_major(int dev, int *minor) {
   enum { CC_MAJOR = 75, CC_MINOR = 76 }; /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR/_MINOR */
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return -1;
-  int (*get)(int *, int, int) = (int (*)(int *, int, int))dlsym(lib, "cuDeviceGetAttribute");
+  const strand_cuda_t *cu = strand_cuda();
   int major = -1;
-  if (!get || get(&major, CC_MAJOR, dev) != STRAND_CU_SUCCESS || get(minor, CC_MINOR, dev) != STRAND_CU_SUCCESS)
+  if (!cu || !cu->deviceGetAttribute || cu->deviceGetAttribute(&major, CC_MAJOR, dev) != STRAND_CU_SUCCESS ||
+      cu->deviceGetAttribute(minor, CC_MINOR, dev) != STRAND_CU_SUCCESS)
     major = -1;
-  dlclose(lib);
   return major;
 }
 
