@@ -24,6 +24,8 @@ cp -L "$sv" "$out/libstrand-softverbs.so"
 cp "$out/libstrand-softverbs.so" "$out/libibverbs.so.1"  # copies, not links: the carry may drop links
 cp "$out/libstrand-softverbs.so" "$out/libibverbs.so"
 cp -L "$ib" "$out/"
+# softverbs' raw verbs benchmark (tests/softverbs/bench_gpu.sh: the RDMA-write ceiling there)
+[[ -f $b/tests/softverbs/sv_bench ]] && cp -L "$b/tests/softverbs/sv_bench" "$out/"
 # For tests/softverbs/gpu_check.sh (GPU memory through softverbs and strand-ib), when built: the
 # softverbs GPU and stress tests, strand-conform, and the CUDA runtime strand-conform was linked
 # with.
