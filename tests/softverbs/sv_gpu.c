@@ -141,6 +141,61 @@ void *sv_gpu_bounce(uint8_t **buf, size_t *cap, size_t need)
   return *buf;
 }
 
+/* ---------------------------------------------------------------- spare bounce buffers */
+/* A large send's bounce buffer leaves its WR slot when the WR completes (SV_GPU_KEEP). Freeing it
+ * gave it back to the kernel (glibc maps allocations that large), so every large GPU send paid
+ * for a fresh mapping, its page faults and the zeroing of every page on top of the copies:
+ * measured on the fake CUDA driver, about a fifth of the sending thread's time at 4 MiB
+ * (docs/benchmarks/ib.md). Such buffers wait here, process-wide and bounded, for the next large
+ * send of any QP. */
+/* Bounce buffers up to this size stay with their WR slot for the next WR; larger ones leave
+ * the slot when their WR completes, so that a send queue of large GPU messages does not keep a
+ * large buffer per slot for good (send queues are thousands of WRs deep). */
+#define SV_GPU_KEEP (256u << 10)
+#define SV_GPU_SPARES 64
+#define SV_GPU_SPARE_BYTES (256u << 20)
+static struct {
+  pthread_mutex_t lock;
+  int n;
+  size_t bytes;
+  uint8_t *buf[SV_GPU_SPARES];
+  size_t cap[SV_GPU_SPARES];
+} spares = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Keeps buf (cap bytes) for a later spare_get, or frees it when the spares are full. */
+static void spare_put(uint8_t *buf, size_t cap)
+{
+  if (!buf) return;
+  pthread_mutex_lock(&spares.lock);
+  bool kept = spares.n < SV_GPU_SPARES && spares.bytes + cap <= SV_GPU_SPARE_BYTES;
+  if (kept) {
+    spares.buf[spares.n] = buf;
+    spares.cap[spares.n++] = cap;
+    spares.bytes += cap;
+  }
+  pthread_mutex_unlock(&spares.lock);
+  if (!kept) free(buf);
+}
+
+/* The smallest spare of at least `need` bytes (its size in *cap), or NULL. */
+static uint8_t *spare_get(size_t need, size_t *cap)
+{
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&spares.lock);
+  int best = -1;
+  for (int i = 0; i < spares.n; i++)
+    if (spares.cap[i] >= need && (best < 0 || spares.cap[i] < spares.cap[best])) best = i;
+  if (best >= 0) {
+    b = spares.buf[best];
+    *cap = spares.cap[best];
+    spares.bytes -= *cap;
+    spares.buf[best] = spares.buf[--spares.n];
+    spares.cap[best] = spares.cap[spares.n];
+  }
+  pthread_mutex_unlock(&spares.lock);
+  return b;
+}
+
 /* ---------------------------------------------------------------- WR staging */
 enum ibv_wc_status sv_gpu_stage_wr(sv_context_t *c, const struct ibv_sge *sg, int n,
                                    struct iovec *iov, uint32_t *niov, uint64_t len,
@@ -159,6 +214,15 @@ enum ibv_wc_status sv_gpu_stage_wr(sv_context_t *c, const struct ibv_sge *sg, in
     s = calloc(1, sizeof(*s));
     if (!s) return IBV_WC_LOC_PROT_ERR;
     *sp = s;
+  }
+  if (len > SV_GPU_KEEP && len > s->cap) { /* a large send: a spare saves a fresh mapping */
+    size_t cap = 0;
+    uint8_t *b = spare_get(len, &cap);
+    if (b) {
+      free(s->buf);
+      s->buf = b;
+      s->cap = cap;
+    }
   }
   if (!sv_gpu_bounce(&s->buf, &s->cap, len ? len : 1)) return IBV_WC_LOC_PROT_ERR;
   s->niov = (uint32_t)n;
@@ -202,16 +266,11 @@ bool sv_gpu_stage_active(const sv_gpu_stage_t *s) { return s && s->active; }
 
 void sv_gpu_stage_reset(sv_gpu_stage_t *s) { s->active = false; }
 
-/* Bounce buffers up to this size stay with their WR slot for the next WR; larger ones are freed
- * when their WR completes, so that a send queue of large GPU messages does not keep a large
- * buffer per slot for good (send queues are thousands of WRs deep). */
-#define SV_GPU_KEEP (256u << 10)
-
 void sv_gpu_stage_done(sv_gpu_stage_t *s)
 {
   s->active = false;
   if (s->cap > SV_GPU_KEEP) {
-    free(s->buf);
+    spare_put(s->buf, s->cap);
     s->buf = NULL;
     s->cap = 0;
   }

@@ -143,6 +143,14 @@ int main(void)
   if (expect(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 2, NULL)) return 1;
   memcpy(want + (1u << 20), ha, BIG);
   if (same(gb, want, LEN, "RDMA WRITE GPU->GPU 4 MiB + 3")) return 1;
+  /* The next large send is staged in the bounce buffer the last one left behind (a spare, larger
+   * than it needs, with the old bytes still in it): only the new bytes may arrive. */
+  CHECK(svt_post_rdma(a.qp, IBV_WR_RDMA_WRITE, 6, (void *)(uintptr_t)(ga + (1u << 20) + 11),
+                      (1u << 20) + 1, ma->lkey, gb + (1u << 20) + 5, mb->rkey, 0,
+                      IBV_SEND_SIGNALED) == 0, "post second big write");
+  if (expect(a.cq, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 6, NULL)) return 1;
+  memcpy(want + (1u << 20) + 5, ha + (1u << 20) + 11, (1u << 20) + 1);
+  if (same(gb, want, LEN, "RDMA WRITE GPU->GPU 1 MiB + 1 through a spare bounce buffer")) return 1;
 
   /* 2. WRITE_WITH_IMM into GPU memory: the receive completion comes after the data. */
   CHECK(svt_post_recv(b.qp, 10, NULL, 0, 0) == 0, "post recv");
