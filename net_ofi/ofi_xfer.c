@@ -187,6 +187,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   *request = NULL;
   ofi_dev_t *d = c->dev;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("isend to %s on %s: the comm already failed: %s", c->peer_str, d->name, c->fail_msg);
@@ -271,6 +272,7 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
   *request = NULL;
   ofi_dev_t *d = c->dev;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("irecv from %s on %s: the comm already failed: %s", c->peer_str, d->name,
@@ -381,6 +383,24 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
   ofi_comm_maybe_reap(c);
 }
 
+/* STRAND_OFI_SLOW_MS: where a one-time stall sits (docs/benchmarks/ofi.md, "first-use stall"):
+ * every request slower than the bound, and each comm's first completed request with the time
+ * since the comm began connecting, at INFO with a millisecond clock. */
+static void trace_done(const ofi_req_t *r) {
+  ofi_comm_t *c = r->comm;
+  uint64_t now = ofi_now_ms(), took = now - r->t_post_ms;
+  bool first = !c->first_done_traced;
+  c->first_done_traced = true;
+  if (!first && took < ofi_params.slow_ms) return;
+  STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s%s request of %zu bytes (%d slot(s)) %s %s on "
+              "%s rail %d, comm %u, took %llu ms from post to completion (comm began connecting "
+              "%llu ms ago)",
+              (unsigned long long)now, first ? "first " : "slow ",
+              r->kind == OFI_REQ_SEND ? "send" : "receive", r->lens[0], r->n,
+              r->kind == OFI_REQ_SEND ? "to" : "from", c->peer_str, c->dev->name, c->dev->rail,
+              c->id, (unsigned long long)took, (unsigned long long)(now - c->t_start_ms));
+}
+
 strand_result_t ofi_test(void *request, int *done, int *sizes) {
   ofi_req_t *r = request;
   if (!r || !done || r->kind == OFI_REQ_FREE) {
@@ -391,6 +411,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
   ofi_comm_t *c = r->comm;
   ofi_dev_t *d = c->dev;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
   strand_result_t res = STRAND_SUCCESS;
   if (r->posted < r->n && r->result == STRAND_SUCCESS) {
     int rc = post_recv_slots(r);
@@ -419,6 +440,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     if (r->completed >= r->posted) req_put(r);
   } else if (r->completed >= r->n) {
     *done = 1;
+    if (ofi_params.slow_ms) trace_done(r);
     if (sizes) {
       if (r->kind == OFI_REQ_SEND)
         sizes[0] = (int)r->lens[0];
