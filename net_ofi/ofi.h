@@ -298,6 +298,7 @@ typedef struct ofi_dev {
   /* When a caller (isend/irecv/test) last entered this rail, ns: with STRAND_OFI_RAIL_QUIET_US
    * the thread keeps off a rail a caller is working. Written only when rail threads run. */
   _Atomic uint64_t caller_ns;
+  uint64_t trace_last_ns;   /* STRAND_OFI_SLOW_MS: when a caller last left isend/irecv/test here */
 } ofi_dev_t;
 
 /* ---- parameters and clock (ofi_config.c) ---- */

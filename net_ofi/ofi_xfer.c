@@ -166,6 +166,38 @@ static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
   }
 }
 
+/* ---- STRAND_OFI_SLOW_MS tracing (docs/benchmarks/ofi.md, "The first-use stall") ----
+ * Three questions about a stall: did a call into the plugin take long (trace_leave: the time from
+ * entering the call, lock wait included, to leaving it), did the caller stay away from the plugin
+ * while operations were in flight (trace_enter: NCCL's proxy thread was busy elsewhere), or did
+ * the provider take long to complete an operation (trace_done, below). Lock held for both. */
+static int in_flight(const ofi_dev_t *d) {
+  int n = 0;
+  for (const ofi_comm_t *c = d->comms; c; c = c->next) n += c->outstanding;
+  return n;
+}
+
+static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
+  uint64_t slow = ofi_params.slow_ms * 1000000u;
+  if (d->trace_last_ns && t_in - d->trace_last_ns >= slow) {
+    int n = in_flight(d);
+    if (n > 0)
+      STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: no isend/irecv/test on %s rail %d for %llu "
+                  "ms while %d operation(s) were in flight (the caller was elsewhere)",
+                  (unsigned long long)(t_in / 1000000u), d->name, d->rail,
+                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n);
+  }
+}
+
+static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in) {
+  uint64_t now = ofi_now_ns();
+  d->trace_last_ns = now;
+  if (now - t_in >= ofi_params.slow_ms * 1000000u)
+    STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s on %s rail %d took %llu ms (lock wait "
+                "included)", (unsigned long long)(now / 1000000u), call, d->name, d->rail,
+                (unsigned long long)((now - t_in) / 1000000u));
+}
+
 /* ---- send ---- */
 
 /* Profiler START of one message: the socket layout (strand/profiler.h), fd -1 (no descriptor). */
@@ -186,8 +218,10 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   }
   *request = NULL;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
   ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("isend to %s on %s: the comm already failed: %s", c->peer_str, d->name, c->fail_msg);
@@ -233,6 +267,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
     }
   }
 out:
+  if (t_in) trace_leave(d, "isend", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -271,8 +306,10 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
   /* The core may have stored NCCL_NET_OPTIONAL_RECV_COMPLETION here; we always overwrite it. */
   *request = NULL;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
   ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("irecv from %s on %s: the comm already failed: %s", c->peer_str, d->name,
@@ -322,6 +359,7 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
         prof_start(&r->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
   *request = r;
 out:
+  if (t_in) trace_leave(d, "irecv", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -410,8 +448,10 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
   *done = 0;
   ofi_comm_t *c = r->comm;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
   ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = STRAND_SUCCESS;
   if (r->posted < r->n && r->result == STRAND_SUCCESS) {
     int rc = post_recv_slots(r);
@@ -450,6 +490,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     for (int i = 0; i < r->n; i++) strand_profiler_stop(&r->prof[i]);
     req_put(r);
   }
+  if (t_in) trace_leave(d, "test", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }

@@ -21,7 +21,7 @@
 #                                         of medians and ratios (net_ofi/bench/ofi_tune_table.py),
 #                                         the channels NCCL opened and strand-ofi's first-use trace
 #                                         (STRAND_OFI_SLOW_MS); stops starting launches after
-#                                         E2E_BUDGET_S (default 300) s. Arguments replace the
+#                                         E2E_BUDGET_S (default 270) s. Arguments replace the
 #                                         candidate configurations (built-in and ofi default stay)
 #   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
 #                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
@@ -226,10 +226,9 @@ case "$mode" in
     fast="STRAND_OFI_SPEED_MBPS=100000 STRAND_OFI_TUNER_CHANNELS=${E2E_OFI_BANDS:-16K:0,1M:2}"
     configs=("builtin|$builtin_env" "ofi|$o")
     if (( $# == 0 )); then
-      configs+=("ofi-nodelay|$o FI_TCP_NODELAY=1"
-        "spd|$o $fast"
+      configs+=("spd|$o $fast"
         "r4-thr|$o $fast STRAND_OFI_RAILS=4"
-        "r4-quiet|$o $fast STRAND_OFI_RAILS=4 STRAND_OFI_RAIL_QUIET_US=20"
+        "r4-quiet|$o $fast STRAND_OFI_RAILS=4 STRAND_OFI_RAIL_QUIET_US=10"
         "r4-nothr|$o $fast STRAND_OFI_RAILS=4 STRAND_OFI_RAIL_THREADS=0"
         "r8-thr|$o $fast STRAND_OFI_RAILS=8")
     fi
@@ -245,8 +244,8 @@ case "$mode" in
     for ((round = 1; round <= ${E2E_ROUNDS:-3}; round++)); do
       for cfg in "${configs[@]}"; do
         name=${cfg%%|*}
-        if (( SECONDS - t0 > ${E2E_BUDGET_S:-300} )); then
-          echo "# budget of ${E2E_BUDGET_S:-300} s spent: round $round of $name and later not run"; break 2
+        if (( SECONDS - t0 > ${E2E_BUDGET_S:-270} )); then
+          echo "# budget of ${E2E_BUDGET_S:-270} s spent: round $round of $name and later not run"; break 2
         fi
         ts=$SECONDS
         launch "tune-$name" "${cfg#*|} $dbg" --perf allreduce --sizes "$sizes" --tag "$name" \
@@ -255,9 +254,11 @@ case "$mode" in
         if (( round == 1 )); then
           # The channels NCCL opened through the network, and strand-ofi's trace of slow and first
           # completions (the first-use stall), from this configuration's first round.
-          nch=$(grep -oE 'Channel [0-9]+/[0-9]+ : [^ ]+ -> [^ ]+ \[send\] via NET' "$build/log.tune-$name.rank0" | sort -u | wc -l)
+          nch=$(grep -oE 'Channel [0-9]+/[0-9]+ : [^ ]+ -> [^ ]+ \[send\] via NET' "$build/log.tune-$name.rank0" | sort -u | wc -l || true)
           echo "#   $name: $nch send channel(s) via NET; $(grep -m1 -oE 'tuner \(ncclTunerPlugin_v[0-9]+\): .*' "$build/log.tune-$name.rank0" | grep -v '^$' || echo 'no strand-ofi tuner line')"
-          grep -hoE 'trace t=.*' "$build/log.tune-$name.rank0" | head -${E2E_TRACE_LINES:-12} | sed "s/^/#   [$name] /" || true
+          grep -hoE 'trace t=.*first .*' "$build/log.tune-$name.rank0" | head -4 | sed "s/^/#   [$name] /" || true
+          grep -hoE 'trace t=.*' "$build/log.tune-$name.rank0" | grep -v ' first ' \
+            | head -${E2E_TRACE_LINES:-12} | sed "s/^/#   [$name] /" || true
           grep -h 'WARN' "$build/log.tune-$name.rank0" | head -3 | sed "s/^/#   [$name] /" || true
         fi
       done
