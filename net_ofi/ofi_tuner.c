@@ -35,9 +35,10 @@ typedef struct {
 /* "SIZE:N[,SIZE:N...]", SIZE with an optional K/M/G suffix (binary), strictly increasing, N in
  * 0..STRAND_TUNER_MAX_CHANNELS. Returns false (and says why) on anything else. */
 static bool parse_bands(const char *text, ofi_tuner_ctx_t *t) {
-  const char *p = text;
+  const char *p = text, *band = text;
   t->nbands = 0;
   while (*p) {
+    band = p;
     char *end;
     unsigned long long v = strtoull(p, &end, 10);
     if (end == p) goto bad;
@@ -65,7 +66,7 @@ bad:
   STRAND_WARN("STRAND_OFI_TUNER_CHANNELS=\"%s\" not understood at \"%s\": expected SIZE:N[,SIZE:N...] "
               "with increasing sizes (K/M/G suffixes) and N in 0..%d, at most %d bands; the tuner "
               "leaves NCCL's channel counts unchanged",
-              text, p, STRAND_TUNER_MAX_CHANNELS, OFI_TUNER_MAX_BANDS);
+              text, band, STRAND_TUNER_MAX_CHANNELS, OFI_TUNER_MAX_BANDS);
   t->nbands = 0;
   return false;
 }
