@@ -21,7 +21,7 @@
 #                                         of medians and ratios (net_ofi/bench/ofi_tune_table.py),
 #                                         the channels NCCL opened and strand-ofi's first-use trace
 #                                         (STRAND_OFI_SLOW_MS); stops starting launches after
-#                                         E2E_BUDGET_S (default 270) s. Arguments replace the
+#                                         E2E_BUDGET_S (default 250) s. Arguments replace the
 #                                         candidate configurations (built-in and ofi default stay)
 #   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
 #                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
@@ -244,8 +244,8 @@ case "$mode" in
     for ((round = 1; round <= ${E2E_ROUNDS:-3}; round++)); do
       for cfg in "${configs[@]}"; do
         name=${cfg%%|*}
-        if (( SECONDS - t0 > ${E2E_BUDGET_S:-270} )); then
-          echo "# budget of ${E2E_BUDGET_S:-270} s spent: round $round of $name and later not run"; break 2
+        if (( SECONDS - t0 > ${E2E_BUDGET_S:-250} )); then
+          echo "# budget of ${E2E_BUDGET_S:-250} s spent: round $round of $name and later not run"; break 2
         fi
         ts=$SECONDS
         launch "tune-$name" "${cfg#*|} $dbg" --perf allreduce --sizes "$sizes" --tag "$name" \
