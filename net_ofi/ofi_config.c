@@ -43,9 +43,10 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "link speed reported to NCCL in Mb/s, from which NCCL sizes its channel count "
                      "(0: the speed libfabric or sysfs gives for the device)"),
     STRAND_PARAM_STRING("STRAND_OFI_TUNER_CHANNELS", NULL, NULL,
-                        "channels per collective size for strand-ofi's tuner: SIZE:N,... bands "
-                        "(a collective of at most SIZE bytes runs on N channels, 0 = NCCL's "
-                        "count; above the last band NCCL's count); unset: NCCL's choices"),
+                        "channels per collective size for strand-ofi's tuner: SIZE:N[:PROTO],... "
+                        "bands (a collective of at most SIZE bytes runs on N channels, 0 = "
+                        "NCCL's count, an all-reduce on PROTO ll|ll128|simple; above the last "
+                        "band NCCL's choices); unset: NCCL's choices"),
     STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
                      "log (INFO) every request that took at least this long from post to "
                      "completion, and the first completion of every comm (0: off)"),

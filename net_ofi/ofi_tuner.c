@@ -1,5 +1,6 @@
 /* strand-ofi — the NCCL tuner in the plugin's library (NCCL loads it from the NET plugin's .so when
- * it has no tuner library of its own: spec §11.1), for the channel count only.
+ * it has no tuner library of its own: spec §11.1): channels per size band, and optionally the
+ * all-reduce protocol of a band.
  *
  * Why: NCCL sizes a communicator's channels once, from the speed the plugin reports, and then
  * splits every collective over all of them. Rails only pay when NCCL opens many comms per peer
@@ -8,13 +9,19 @@
  * gives a collective of each size band its channel count, so the comms can be opened for the large
  * sizes (STRAND_OFI_SPEED_MBPS or NCCL_MIN_NCHANNELS) and small ones still run on one or two.
  *
- * It answers only nChannels, only for ring/tree/PAT (NCCL caps the answer at what the comm opened;
+ * A band may also name a protocol (`:ll`, `:ll128`, `:simple`): for an all-reduce in that band the
+ * tuner makes that protocol the cheapest of the algorithm NCCL picked, when NCCL can run it. Why:
+ * the speed that opens enough channels for the rails also makes NCCL keep LL up to 512 KiB, which
+ * over a socket lost to Simple for strand-socket (docs/benchmarks/socket.md, "The tuner's default").
+ *
+ * It answers only nChannels (and a band's protocol), only for ring/tree/PAT (NCCL caps the answer at what the comm opened;
  * CollNet/NVLS take it as given), only for a communicator spanning nodes, only when this library's
  * net side was initialised in the process, and never over an answer already made. Everything else
  * stays NCCL's choice. Calls ofi_config.c (the parsed parameters) only. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ofi.h"
 #include "strand/tuner.h"
@@ -24,6 +31,7 @@
 typedef struct {
   size_t max_bytes; /* this band covers sizes up to and including this */
   int channels;     /* 0: NCCL's count */
+  int proto;        /* STRAND_PROTO_* made cheapest for an all-reduce; STRAND_PROTO_UNDEF: NCCL's */
 } ofi_band_t;
 
 typedef struct {
@@ -32,8 +40,9 @@ typedef struct {
   ofi_band_t bands[OFI_TUNER_MAX_BANDS];
 } ofi_tuner_ctx_t;
 
-/* "SIZE:N[,SIZE:N...]", SIZE with an optional K/M/G suffix (binary), strictly increasing, N in
- * 0..STRAND_TUNER_MAX_CHANNELS. Returns false (and says why) on anything else. */
+/* "SIZE:N[:PROTO][,...]", SIZE with an optional K/M/G suffix (binary), strictly increasing, N in
+ * 0..STRAND_TUNER_MAX_CHANNELS, PROTO one of ll, ll128, simple. Returns false (and says why) on
+ * anything else. */
 static bool parse_bands(const char *text, ofi_tuner_ctx_t *t) {
   const char *p = text, *band = text;
   t->nbands = 0;
@@ -53,18 +62,32 @@ static bool parse_bands(const char *text, ofi_tuner_ctx_t *t) {
     p = end + 1;
     long ch = strtol(p, &end, 10);
     if (end == p || ch < 0 || ch > STRAND_TUNER_MAX_CHANNELS) goto bad;
+    int proto = STRAND_PROTO_UNDEF;
+    if (*end == ':') {
+      static const struct { const char *name; int proto; } protos[] = {
+          {"ll128", STRAND_PROTO_LL128}, {"ll", STRAND_PROTO_LL}, {"simple", STRAND_PROTO_SIMPLE}};
+      for (size_t k = 0; k < sizeof protos / sizeof protos[0] && proto == STRAND_PROTO_UNDEF; k++) {
+        size_t len = strlen(protos[k].name);
+        if (strncasecmp(end + 1, protos[k].name, len) == 0 &&
+            (end[1 + len] == ',' || end[1 + len] == '\0')) {
+          proto = protos[k].proto;
+          end += 1 + len;
+        }
+      }
+      if (proto == STRAND_PROTO_UNDEF) goto bad;
+    }
     size_t max = (size_t)v << shift;
     if (t->nbands == OFI_TUNER_MAX_BANDS || (t->nbands && max <= t->bands[t->nbands - 1].max_bytes))
       goto bad;
-    t->bands[t->nbands++] = (ofi_band_t){.max_bytes = max, .channels = (int)ch};
+    t->bands[t->nbands++] = (ofi_band_t){.max_bytes = max, .channels = (int)ch, .proto = proto};
     p = end;
     if (*p == ',') p++;
     else if (*p) goto bad;
   }
   return true;
 bad:
-  STRAND_WARN("STRAND_OFI_TUNER_CHANNELS=\"%s\" not understood at \"%s\": expected SIZE:N[,SIZE:N...] "
-              "with increasing sizes (K/M/G suffixes) and N in 0..%d, at most %d bands; the tuner "
+  STRAND_WARN("STRAND_OFI_TUNER_CHANNELS=\"%s\" not understood at \"%s\": expected "
+              "SIZE:N[:ll|ll128|simple][,...] with increasing sizes (K/M/G suffixes) and N in 0..%d, at most %d bands; the tuner "
               "leaves NCCL's channel counts unchanged",
               text, band, STRAND_TUNER_MAX_CHANNELS, OFI_TUNER_MAX_BANDS);
   t->nbands = 0;
@@ -122,7 +145,7 @@ static int nccl_pick(float **table, int numAlgo, int numProto) {
 static strand_result_t ofi_tuner_get_coll_info(void *ctx, strand_tuner_func_t func, size_t nBytes,
                                                int numPipeOps, float **table, int numAlgo,
                                                int numProto, int regBuff, int *nChannels) {
-  (void)func, (void)numPipeOps, (void)regBuff;
+  (void)numPipeOps, (void)regBuff;
   const ofi_tuner_ctx_t *t = ctx;
   if (t == NULL || !t->active || nChannels == NULL || table == NULL || *nChannels != 0)
     return STRAND_SUCCESS;
@@ -132,6 +155,13 @@ static strand_result_t ofi_tuner_get_coll_info(void *ctx, strand_tuner_func_t fu
   for (int b = 0; b < t->nbands; b++)
     if (nBytes <= t->bands[b].max_bytes) {
       if (t->bands[b].channels > 0) *nChannels = t->bands[b].channels;
+      /* A protocol only for all-reduce, and only by lowering a runnable entry of the algorithm
+       * NCCL chose: the choice stays one NCCL offered (an LL128 it disabled stays disabled). */
+      int proto = t->bands[b].proto;
+      if (func == STRAND_FUNC_ALLREDUCE && proto != STRAND_PROTO_UNDEF && proto < numProto) {
+        float *c = strand_tuner_cost(table, numProto, algo, proto);
+        if (*c != STRAND_ALGO_PROTO_IGNORE && *c >= 0) *c = 0.0f;
+      }
       break;
     }
   return STRAND_SUCCESS;

@@ -223,7 +223,7 @@ case "$mode" in
     t0=$SECONDS
     dbg="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
     o="$ofi_env STRAND_OFI_SLOW_MS=${E2E_SLOW_MS:-5}"
-    fast="STRAND_OFI_SPEED_MBPS=100000 STRAND_OFI_TUNER_CHANNELS=${E2E_OFI_BANDS:-16K:0,1M:2}"
+    fast="STRAND_OFI_SPEED_MBPS=100000 STRAND_OFI_TUNER_CHANNELS=${E2E_OFI_BANDS:-16K:0,1M:2:simple}"
     configs=("builtin|$builtin_env" "ofi|$o")
     if (( $# == 0 )); then
       configs+=("spd|$o $fast"
