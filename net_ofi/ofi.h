@@ -75,6 +75,12 @@ typedef struct {
   long connect_timeout_ms;   /* STRAND_OFI_CONNECT_TIMEOUT_S: how long connect waits for an answer */
   long close_drain_ms;       /* STRAND_OFI_CLOSE_DRAIN_MS: how long close waits for in-flight ops */
   int rails;                 /* STRAND_OFI_RAILS: endpoints (+ progress threads) per device */
+  bool rail_threads;         /* STRAND_OFI_RAIL_THREADS: a progress thread per rail (rails > 1) */
+  uint64_t rail_quiet_ns;    /* STRAND_OFI_RAIL_QUIET_US: a thread leaves a rail a caller used
+                                more recently than this to the caller (0: no such rule) */
+  int speed_mbps;            /* STRAND_OFI_SPEED_MBPS: speed reported to NCCL (0: discovered) */
+  char tuner_channels[256];  /* STRAND_OFI_TUNER_CHANNELS: the tuner's size bands ("" = none) */
+  uint64_t slow_ms;          /* STRAND_OFI_SLOW_MS: trace requests slower than this (0: off) */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
 strand_result_t ofi_params_load(void);
@@ -175,6 +181,7 @@ typedef struct ofi_comm {
   uint8_t listen_name[OFI_NAME_MAX]; /* send side: the listener's endpoint address */
   uint16_t listen_name_len;
   uint64_t t_start_ms;
+  bool first_done_traced; /* STRAND_OFI_SLOW_MS: this comm's first completion was logged */
   uint64_t retry_at_ms;  /* send side: when a refused connect message may be sent again */
   bool closed;          /* closed by NCCL, kept alive until its operations drain */
   strand_result_t failed; /* STRAND_SUCCESS while healthy */
@@ -288,11 +295,16 @@ typedef struct ofi_dev {
   pthread_t progress_thread;
   bool progress_running;    /* started and not yet joined; changed under lock */
   _Atomic bool progress_stop;
+  /* When a caller (isend/irecv/test) last entered this rail, ns: with STRAND_OFI_RAIL_QUIET_US
+   * the thread keeps off a rail a caller is working. Written only when rail threads run. */
+  _Atomic uint64_t caller_ns;
+  uint64_t trace_last_ns;   /* STRAND_OFI_SLOW_MS: when a caller last left isend/irecv/test here */
 } ofi_dev_t;
 
 /* ---- parameters and clock (ofi_config.c) ---- */
 /* ofi_params and ofi_params_load are declared with the knobs above. */
 uint64_t ofi_now_ms(void);
+uint64_t ofi_now_ns(void);
 
 /* ---- provider, devices, endpoints (ofi_dev.c) ---- */
 /* Loads the parameters and discovers the devices, once per process (later calls: no-op). */
@@ -347,6 +359,9 @@ int ofi_ctrl_resend(ofi_dev_t *dev, fi_addr_t dest, const ofi_ctrl_msg_t *msg, i
  * of that rail held; the thread only starts working once the caller lets go of the lock. */
 strand_result_t ofi_rail_open(ofi_dev_t *rail,
                               void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t));
+/* A caller (isend/irecv/test) is working this rail now (lock held): with STRAND_OFI_RAIL_QUIET_US
+ * the rail's thread stays off it for that long. No-op otherwise. */
+void ofi_rail_touch(ofi_dev_t *rail);
 /* Stops and joins the rail's progress thread, if it runs. Lock NOT held (the thread takes it). */
 void ofi_rail_stop(ofi_dev_t *rail);
 /* The rail a new connection from `dev` (rail 0) uses, given how many rails the peer published. */

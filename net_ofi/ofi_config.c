@@ -33,6 +33,23 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "endpoints per device, each with its own provider connections and progress "
                      "thread; comms are spread over them (1 = one endpoint, progressed by the "
                      "callers only)"),
+    STRAND_PARAM_BOOL("STRAND_OFI_RAIL_THREADS", NULL, true,
+                      "with several rails, give each rail a progress thread (0: the rails are "
+                      "progressed by the callers' test/isend/irecv only)"),
+    STRAND_PARAM_INT("STRAND_OFI_RAIL_QUIET_US", NULL, 0, 0, 1000000,
+                     "a rail thread progresses its rail only when no caller has touched the rail "
+                     "for this long (0: whenever the rail's lock is free)"),
+    STRAND_PARAM_INT("STRAND_OFI_SPEED_MBPS", NULL, 0, 0, 10000000,
+                     "link speed reported to NCCL in Mb/s, from which NCCL sizes its channel count "
+                     "(0: the speed libfabric or sysfs gives for the device)"),
+    STRAND_PARAM_STRING("STRAND_OFI_TUNER_CHANNELS", NULL, NULL,
+                        "channels per collective size for strand-ofi's tuner: SIZE:N[:PROTO],... "
+                        "bands (a collective of at most SIZE bytes runs on N channels, 0 = "
+                        "NCCL's count, an all-reduce on PROTO ll|ll128|simple; above the last "
+                        "band NCCL's choices); unset: NCCL's choices"),
+    STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
+                     "log (INFO) every request that took at least this long from post to "
+                     "completion, and the first completion of every comm (0: off)"),
 };
 
 strand_result_t ofi_params_load(void) {
@@ -42,7 +59,9 @@ strand_result_t ofi_params_load(void) {
   r = strand_params_validate();
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
-  int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1;
+  bool rail_threads = true;
+  int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1, quiet = 0, speed = 0,
+          slow = 0;
   if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
                                     sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -53,7 +72,13 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_int("STRAND_OFI_CONNECT_TIMEOUT_S", &connect_timeout)) !=
           STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_CLOSE_DRAIN_MS", &drain)) != STRAND_SUCCESS ||
-      (r = strand_param_get_int("STRAND_OFI_RAILS", &rails)) != STRAND_SUCCESS)
+      (r = strand_param_get_int("STRAND_OFI_RAILS", &rails)) != STRAND_SUCCESS ||
+      (r = strand_param_get_bool("STRAND_OFI_RAIL_THREADS", &rail_threads)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_RAIL_QUIET_US", &quiet)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_SPEED_MBPS", &speed)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_SLOW_MS", &slow)) != STRAND_SUCCESS ||
+      (r = strand_param_copy_string("STRAND_OFI_TUNER_CHANNELS", ofi_params.tuner_channels,
+                                    sizeof ofi_params.tuner_channels)) != STRAND_SUCCESS)
     return r;
   ofi_params.hmem = hmem;
   ofi_params.probe_ms = (long)probe;
@@ -61,8 +86,18 @@ strand_result_t ofi_params_load(void) {
   ofi_params.connect_timeout_ms = (long)connect_timeout * 1000;
   ofi_params.close_drain_ms = (long)drain;
   ofi_params.rails = (int)rails;
+  ofi_params.rail_threads = rail_threads;
+  ofi_params.rail_quiet_ns = (uint64_t)quiet * 1000u;
+  ofi_params.speed_mbps = (int)speed;
+  ofi_params.slow_ms = (uint64_t)slow;
   strand_params_dump();
   return STRAND_SUCCESS;
+}
+
+uint64_t ofi_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t ofi_now_ms(void) {

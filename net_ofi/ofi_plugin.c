@@ -99,7 +99,7 @@ static strand_result_t ofi_get_properties(int dev, strand_props_t *props) {
   /* Registrations belong to the domain, not to a comm; with several rails a comm's domain is its
    * rail's, so a handle is valid only on comms of one rail: no longer global. */
   props->regIsGlobal = d->nrails == 1;
-  props->speed = d->speed_mbps;
+  props->speed = ofi_params.speed_mbps > 0 ? ofi_params.speed_mbps : d->speed_mbps;
   props->maxRecvs = OFI_MAX_RECVS;
   /* test() reports sizes as int: never promise more than INT_MAX per message. */
   size_t max = d->max_msg_size < 0x7fffffffu ? d->max_msg_size : 0x7fffffffu;

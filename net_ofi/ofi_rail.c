@@ -12,6 +12,11 @@
  * lock while sleeping. Back-off: OFI_RAIL_SPIN_POLLS empty polls in a row, then a short sleep after
  * each further empty one, until a completion comes; a rail without comms or listen entries sleeps
  * 1 ms at a time, so an idle process does not burn a core.
+ * STRAND_OFI_RAIL_THREADS=0 opens the rails without threads: each rail is then progressed only by
+ * the callers that use its comms, like the single rail, and N rails are N provider connections
+ * driven from NCCL's one proxy thread. STRAND_OFI_RAIL_QUIET_US=Q keeps a thread off a rail any
+ * caller entered in the last Q µs (ofi_rail_touch), so that the proxy thread never queues behind
+ * a rail thread while it is polling that rail; the thread takes over when the caller goes quiet.
  * Calls ofi_progress.c and ofi_config.c only. */
 #include <errno.h>
 #include <sched.h>
@@ -40,7 +45,13 @@ static void *rail_main(void *arg) {
   while (!atomic_load_explicit(&d->progress_stop, memory_order_acquire)) {
     int handled = 0;
     bool live = true; /* assume so while a caller holds the lock: it is working the rail */
-    if (pthread_mutex_trylock(&d->lock) == 0) {
+    /* STRAND_OFI_RAIL_QUIET_US: a caller touched the rail recently, so it is working the rail
+     * (NCCL's proxy polls every active comm in a loop): stay out of its way, as if it held the
+     * lock, and only step in once the rail has been left alone for that long. */
+    uint64_t quiet = ofi_params.rail_quiet_ns;
+    if (quiet && ofi_now_ns() - atomic_load_explicit(&d->caller_ns, memory_order_relaxed) < quiet) {
+      /* live: counted as an empty poll below, so the back-off still applies */
+    } else if (pthread_mutex_trylock(&d->lock) == 0) {
       live = d->open && (d->comms || d->listens);
       if (live) handled = ofi_progress(d);
       pthread_mutex_unlock(&d->lock);
@@ -63,7 +74,9 @@ strand_result_t ofi_rail_open(ofi_dev_t *d,
                               void (*on_ctrl)(ofi_dev_t *, const ofi_ctrl_msg_t *, size_t)) {
   bool was_open = d->open;
   strand_result_t r = ofi_ctrl_open(d, on_ctrl);
-  if (r != STRAND_SUCCESS || was_open || ofi_params.rails <= 1 || d->progress_running) return r;
+  if (r != STRAND_SUCCESS || was_open || ofi_params.rails <= 1 || !ofi_params.rail_threads ||
+      d->progress_running)
+    return r;
   atomic_store(&d->progress_stop, false);
   int rc = pthread_create(&d->progress_thread, NULL, rail_main, d);
   if (rc != 0) {
@@ -87,6 +100,11 @@ void ofi_rail_stop(ofi_dev_t *d) {
   pthread_mutex_lock(&d->lock);
   d->progress_running = false;
   pthread_mutex_unlock(&d->lock);
+}
+
+void ofi_rail_touch(ofi_dev_t *d) {
+  if (ofi_params.rail_quiet_ns && d->progress_running)
+    atomic_store_explicit(&d->caller_ns, ofi_now_ns(), memory_order_relaxed);
 }
 
 /* Round robin per device over the rails both ends have, so that the comms NCCL opens between two

@@ -166,6 +166,38 @@ static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
   }
 }
 
+/* ---- STRAND_OFI_SLOW_MS tracing (docs/benchmarks/ofi.md, "The first-use stall") ----
+ * Three questions about a stall: did a call into the plugin take long (trace_leave: the time from
+ * entering the call, lock wait included, to leaving it), did the caller stay away from the plugin
+ * while operations were in flight (trace_enter: NCCL's proxy thread was busy elsewhere), or did
+ * the provider take long to complete an operation (trace_done, below). Lock held for both. */
+static int in_flight(const ofi_dev_t *d) {
+  int n = 0;
+  for (const ofi_comm_t *c = d->comms; c; c = c->next) n += c->outstanding;
+  return n;
+}
+
+static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
+  uint64_t slow = ofi_params.slow_ms * 1000000u;
+  if (d->trace_last_ns && t_in - d->trace_last_ns >= slow) {
+    int n = in_flight(d);
+    if (n > 0)
+      STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: no isend/irecv/test on %s rail %d for %llu "
+                  "ms while %d operation(s) were in flight (the caller was elsewhere)",
+                  (unsigned long long)(t_in / 1000000u), d->name, d->rail,
+                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n);
+  }
+}
+
+static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in) {
+  uint64_t now = ofi_now_ns();
+  d->trace_last_ns = now;
+  if (now - t_in >= ofi_params.slow_ms * 1000000u)
+    STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s on %s rail %d took %llu ms (lock wait "
+                "included)", (unsigned long long)(now / 1000000u), call, d->name, d->rail,
+                (unsigned long long)((now - t_in) / 1000000u));
+}
+
 /* ---- send ---- */
 
 /* Profiler START of one message: the socket layout (strand/profiler.h), fd -1 (no descriptor). */
@@ -186,7 +218,10 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   }
   *request = NULL;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("isend to %s on %s: the comm already failed: %s", c->peer_str, d->name, c->fail_msg);
@@ -232,6 +267,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
     }
   }
 out:
+  if (t_in) trace_leave(d, "isend", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -270,7 +306,10 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
   /* The core may have stored NCCL_NET_OPTIONAL_RECV_COMPLETION here; we always overwrite it. */
   *request = NULL;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
   if (res != STRAND_SUCCESS) {
     STRAND_WARN("irecv from %s on %s: the comm already failed: %s", c->peer_str, d->name,
@@ -320,6 +359,7 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
         prof_start(&r->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
   *request = r;
 out:
+  if (t_in) trace_leave(d, "irecv", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -381,6 +421,24 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
   ofi_comm_maybe_reap(c);
 }
 
+/* STRAND_OFI_SLOW_MS: where a one-time stall sits (docs/benchmarks/ofi.md, "first-use stall"):
+ * every request slower than the bound, and each comm's first completed request with the time
+ * since the comm began connecting, at INFO with a millisecond clock. */
+static void trace_done(const ofi_req_t *r) {
+  ofi_comm_t *c = r->comm;
+  uint64_t now = ofi_now_ms(), took = now - r->t_post_ms;
+  bool first = !c->first_done_traced;
+  c->first_done_traced = true;
+  if (!first && took < ofi_params.slow_ms) return;
+  STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s%s request of %zu bytes (%d slot(s)) %s %s on "
+              "%s rail %d, comm %u, took %llu ms from post to completion (comm began connecting "
+              "%llu ms ago)",
+              (unsigned long long)now, first ? "first " : "slow ",
+              r->kind == OFI_REQ_SEND ? "send" : "receive", r->lens[0], r->n,
+              r->kind == OFI_REQ_SEND ? "to" : "from", c->peer_str, c->dev->name, c->dev->rail,
+              c->id, (unsigned long long)took, (unsigned long long)(now - c->t_start_ms));
+}
+
 strand_result_t ofi_test(void *request, int *done, int *sizes) {
   ofi_req_t *r = request;
   if (!r || !done || r->kind == OFI_REQ_FREE) {
@@ -390,7 +448,10 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
   *done = 0;
   ofi_comm_t *c = r->comm;
   ofi_dev_t *d = c->dev;
+  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  ofi_rail_touch(d);
+  if (t_in) trace_enter(d, t_in);
   strand_result_t res = STRAND_SUCCESS;
   if (r->posted < r->n && r->result == STRAND_SUCCESS) {
     int rc = post_recv_slots(r);
@@ -419,6 +480,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     if (r->completed >= r->posted) req_put(r);
   } else if (r->completed >= r->n) {
     *done = 1;
+    if (ofi_params.slow_ms) trace_done(r);
     if (sizes) {
       if (r->kind == OFI_REQ_SEND)
         sizes[0] = (int)r->lens[0];
@@ -428,6 +490,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     for (int i = 0; i < r->n; i++) strand_profiler_stop(&r->prof[i]);
     req_put(r);
   }
+  if (t_in) trace_leave(d, "test", t_in);
   pthread_mutex_unlock(&d->lock);
   return res;
 }

@@ -14,6 +14,15 @@
 #   tests/e2e/run_e2e.sh ofi-check        correctness checks through strand-ofi (tcp;ofi_rxm)
 #   tests/e2e/run_e2e.sh fi-pingpong      libfabric's own fi_pingpong on tcp;ofi_rxm (the ceiling)
 # `bench` adds strand-ofi on tcp;ofi_rxm as a fourth configuration when it was built.
+#   tests/e2e/run_e2e.sh ofi-tune ['NAME|ENV..'...]  strand-ofi's rails, threads, reported speed and
+#                                         tuner against the built-in Socket default: all-reduce at
+#                                         E2E_SIZES (default 8 B .. 1 GiB, 9 sizes), E2E_ROUNDS rounds
+#                                         (default 3) of every configuration in turn, then one table
+#                                         of medians and ratios (net_ofi/bench/ofi_tune_table.py),
+#                                         the channels NCCL opened and strand-ofi's first-use trace
+#                                         (STRAND_OFI_SLOW_MS); stops starting launches after
+#                                         E2E_BUDGET_S (default 250) s. Arguments replace the
+#                                         candidate configurations (built-in and ofi default stay)
 #   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
 #                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
 #                                         docs/plugins/socket.md); fails unless NCCL_DEBUG=INFO shows
@@ -209,6 +218,56 @@ case "$mode" in
       echo "# strand-ofi not built (no libfabric: run tests/e2e/carry_libfabric.sh and carry .e2e-carry)"
     fi
     ;;
+  ofi-tune)
+    (( have_ofi )) || { echo "strand-ofi not built: no libfabric (tests/e2e/README.md)" >&2; exit 1; }
+    t0=$SECONDS
+    dbg="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+    o="$ofi_env STRAND_OFI_SLOW_MS=${E2E_SLOW_MS:-5}"
+    fast="STRAND_OFI_SPEED_MBPS=100000 STRAND_OFI_TUNER_CHANNELS=${E2E_OFI_BANDS:-16K:0,1M:2:simple}"
+    configs=("builtin|$builtin_env" "ofi|$o")
+    if (( $# == 0 )); then
+      configs+=("spd|$o $fast"
+        "r4-thr|$o $fast STRAND_OFI_RAILS=4"
+        "r4-quiet|$o $fast STRAND_OFI_RAILS=4 STRAND_OFI_RAIL_QUIET_US=10"
+        "r4-nothr|$o $fast STRAND_OFI_RAILS=4 STRAND_OFI_RAIL_THREADS=0"
+        "r8-thr|$o $fast STRAND_OFI_RAILS=8")
+    fi
+    for extra in "$@"; do configs+=("${extra%%|*}|$o ${extra#*|}"); done
+    sizes=${E2E_SIZES:-8,32,1K,8K,128K,1M,16M,128M,1G}
+    res=$build/ofi-tune.$$; mkdir -p "$res"
+    echo "# $(date -u +%FT%TZ) $(hostname): ofi-tune, all-reduce at $sizes, $nranks ranks, ${E2E_ROUNDS:-3} rounds"
+    names=()
+    for cfg in "${configs[@]}"; do
+      names+=("${cfg%%|*}")
+      echo "#   ${cfg%%|*}: ${cfg#*|}" | sed "s|LD_LIBRARY_PATH=[^ ]* ||"
+    done
+    for ((round = 1; round <= ${E2E_ROUNDS:-3}; round++)); do
+      for cfg in "${configs[@]}"; do
+        name=${cfg%%|*}
+        if (( SECONDS - t0 > ${E2E_BUDGET_S:-250} )); then
+          echo "# budget of ${E2E_BUDGET_S:-250} s spent: round $round of $name and later not run"; break 2
+        fi
+        ts=$SECONDS
+        launch "tune-$name" "${cfg#*|} $dbg" --perf allreduce --sizes "$sizes" --tag "$name" \
+          >"$res/$round.$name" 2>&1 || echo "# round $round of $name failed (see $build/log.tune-$name.rank0)"
+        echo "# round $round $name: $((SECONDS - ts)) s"
+        if (( round == 1 )); then
+          # The channels NCCL opened through the network, and strand-ofi's trace of slow and first
+          # completions (the first-use stall), from this configuration's first round.
+          nch=$(grep -oE 'Channel [0-9]+/[0-9]+ : [^ ]+ -> [^ ]+ \[send\] via NET' "$build/log.tune-$name.rank0" | sort -u | wc -l || true)
+          echo "#   $name: $nch send channel(s) via NET; $(grep -m1 -oE 'tuner \(ncclTunerPlugin_v[0-9]+\): .*' "$build/log.tune-$name.rank0" | grep -v '^$' || echo 'no strand-ofi tuner line')"
+          grep -hoE 'trace t=.*first .*' "$build/log.tune-$name.rank0" | head -4 | sed "s/^/#   [$name] /" || true
+          grep -hoE 'trace t=.*' "$build/log.tune-$name.rank0" | grep -v ' first ' \
+            | head -${E2E_TRACE_LINES:-12} | sed "s/^/#   [$name] /" || true
+          grep -h 'WARN' "$build/log.tune-$name.rank0" | head -3 | sed "s/^/#   [$name] /" || true
+        fi
+      done
+    done
+    python3 "$root/net_ofi/bench/ofi_tune_table.py" "$res" "${names[@]}"
+    echo "# ofi-tune took $((SECONDS - t0)) s; raw outputs in $res"
+    [[ -n ${OUT:-} ]] && cp -r "$res" "$OUT/ofi-tune" && cp "$build"/log.tune-*.rank0 "$OUT/ofi-tune/" 2>/dev/null
+    true
+    ;;
   ofi-check)
     (( have_ofi )) || { echo "strand-ofi not built: no libfabric (tests/e2e/README.md)" >&2; exit 1; }
     echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ofi (tcp;ofi_rxm), $nranks ranks"
@@ -326,7 +385,7 @@ case "$mode" in
     source "$root/tests/e2e/nccl_tests.sh"
     ;;
   *)
-    echo "usage: $0 check|bench|sweep|base|ofi-check|fi-pingpong|unpack|unpack-bench|profile|ib-check|nccl-tests" >&2
+    echo "usage: $0 check|bench|sweep|base|ofi-check|ofi-tune|fi-pingpong|unpack|unpack-bench|profile|ib-check|nccl-tests" >&2
     exit 2
     ;;
 esac

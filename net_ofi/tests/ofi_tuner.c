@@ -1,0 +1,122 @@
+/* Test of strand-ofi's tuner and reported speed (docs/plugins/ofi.md, "Rails"), as NCCL 2.28
+ * drives them: the net table's init first, then ncclTunerPlugin_v5 from the same library.
+ *   - STRAND_OFI_SPEED_MBPS is the speed getProperties reports;
+ *   - with STRAND_OFI_TUNER_CHANNELS="1K:1,1M:2:simple,64M:0" a multi-node communicator gets 1
+ *     channel up to 1 KiB, 2 up to 1 MiB, NCCL's count (0, untouched) up to 64 MiB and above, for
+ *     ring and tree alike; from 1 KiB to 1 MiB an all-reduce gets Simple made the cheapest of the
+ *     algorithm NCCL picked (cost 0), unless NCCL marked it ignored; nothing else in the cost
+ *     table is written; CollNet/NVLS picks, single-node communicators and an answer NCCL already
+ *     made are left alone;
+ *   - OFI_TUNER_BAD=1: a malformed band list makes init warn and the tuner change nothing.
+ * Usage: ofi_tuner PLUGIN.so (FI_PROVIDER selects the provider). Exit 0 = all passed. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin_test.h"
+#include "strand/abi/abi.h"
+
+static bool saw_bands_warning;
+
+static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...) {
+  (void)flags, (void)file, (void)line;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (level <= STRAND_LOG_WARN) {
+    if (strstr(buf, "STRAND_OFI_TUNER_CHANNELS")) saw_bands_warning = true;
+    fprintf(stderr, "%s\n", buf);
+  }
+}
+
+/* The tuner's answer for an all-reduce of `nBytes` when `algo` with LL is the cheapest runnable
+ * entry (Simple ignored when simple_ignored). *simple_zeroed: the tuner made `algo` with Simple
+ * cost 0; every other entry must come back as it went in. */
+static int channels_for_p(const strand_tuner_v5_t *t, void *tctx, size_t nBytes, int algo,
+                          int preset, bool simple_ignored, bool *simple_zeroed) {
+  float table[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  for (int a = 0; a < STRAND_TUNER_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++) table[a][p] = 100.0f + (float)(a * 3 + p);
+  table[algo][STRAND_PROTO_LL] = 1.0f;
+  if (simple_ignored) table[algo][STRAND_PROTO_SIMPLE] = STRAND_ALGO_PROTO_IGNORE;
+  float before[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  memcpy(before, table, sizeof table);
+  int n = preset;
+  PT_CHECK(t->getCollInfo(tctx, STRAND_FUNC_ALLREDUCE, nBytes, 1, (float **)(void *)table,
+                          STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, 0,
+                          &n) == STRAND_SUCCESS,
+           "getCollInfo(%zu bytes, algo %d)", nBytes, algo);
+  *simple_zeroed = table[algo][STRAND_PROTO_SIMPLE] == 0.0f;
+  table[algo][STRAND_PROTO_SIMPLE] = before[algo][STRAND_PROTO_SIMPLE];
+  PT_CHECK(memcmp(before, table, sizeof table) == 0, "the cost table changed (%zu bytes)", nBytes);
+  return n;
+}
+
+/* As channels_for_p, and the table must come back untouched. */
+static int channels_for(const strand_tuner_v5_t *t, void *tctx, size_t nBytes, int algo,
+                        int preset) {
+  bool zeroed = false;
+  int n = channels_for_p(t, tctx, nBytes, algo, preset, false, &zeroed);
+  PT_CHECK(!zeroed, "%zu bytes, algo %d: Simple made cheapest outside its band", nBytes, algo);
+  return n;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PLUGIN.so\n", argv[0]);
+    return 2;
+  }
+  bool bad = getenv("OFI_TUNER_BAD") != NULL;
+  setenv("STRAND_OFI_SPEED_MBPS", "123456", 1);
+  setenv("STRAND_OFI_TUNER_CHANNELS", bad ? "1K:1,512:2" : "1K:1,1M:2:simple,64M:0", 1);
+  strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");
+  const strand_tuner_v5_t *t = pt_load_table(argv[1], "ncclTunerPlugin_v5");
+  PT_CHECK(net && t, "tables ncclNetPlugin_v12 and ncclTunerPlugin_v5 exported");
+  if (!net || !t) return 1;
+  void *ctx = NULL;
+  PT_CHECK(net->init(&ctx, 0x7e57, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
+  strand_props_v12_t props;
+  memset(&props, 0, sizeof props);
+  PT_CHECK(net->getProperties(0, &props) == STRAND_SUCCESS, "getProperties");
+  PT_CHECK(props.speed == 123456, "speed %d, STRAND_OFI_SPEED_MBPS says 123456", props.speed);
+
+  void *multi = NULL, *single = NULL;
+  PT_CHECK(t->init(&multi, 1, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
+  PT_CHECK(t->init(&single, 2, 2, 1, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 1 node");
+  if (bad) {
+    PT_CHECK(saw_bands_warning, "no WARN about the malformed STRAND_OFI_TUNER_CHANNELS");
+    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 0) == 0, "bad bands: 8 B answered");
+  } else {
+    PT_CHECK(!saw_bands_warning, "WARN about a well-formed STRAND_OFI_TUNER_CHANNELS");
+    static const struct { size_t bytes; int want; bool simple; } cases[] = {
+        {8, 1, false}, {1024, 1, false}, {1025, 2, true}, {128 * 1024, 2, true},
+        {1 << 20, 2, true}, {(1 << 20) + 4, 0, false}, {16 << 20, 0, false}, {1u << 30, 0, false}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      bool zr = false, zt = false;
+      int ring = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_RING, 0, false, &zr);
+      int tree = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_TREE, 0, false, &zt);
+      PT_CHECK(ring == cases[k].want && tree == cases[k].want,
+               "%zu bytes: ring %d, tree %d channels, want %d", cases[k].bytes, ring, tree,
+               cases[k].want);
+      PT_CHECK(zr == cases[k].simple && zt == cases[k].simple,
+               "%zu bytes: Simple made cheapest: ring %d, tree %d, want %d", cases[k].bytes, zr, zt,
+               cases[k].simple);
+    }
+    bool z = true;
+    PT_CHECK(channels_for_p(t, multi, 4096, STRAND_ALGO_RING, 0, true, &z) == 2 && !z,
+             "an ignored Simple entry was made runnable");
+    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_COLLNET_DIRECT, 0) == 0, "CollNet answered");
+    PT_CHECK(channels_for(t, single, 8, STRAND_ALGO_RING, 0) == 0, "single node answered");
+    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 5) == 5, "NCCL's answer overridden");
+  }
+  PT_CHECK(t->finalize(multi) == STRAND_SUCCESS && t->finalize(single) == STRAND_SUCCESS,
+           "tuner finalize");
+  PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
+  printf("%s: %d failure(s)\n", bad ? "bad bands" : "bands", pt_failures);
+  return pt_failures ? 1 : 0;
+}
