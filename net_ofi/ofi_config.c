@@ -1,13 +1,34 @@
 /* strand-ofi — the STRAND_OFI_* parameters (SDK parameter registry, documented in
  * docs/plugins/ofi.md and docs/configuration.md) and the clock every other file reads. The bottom
  * of the plugin: calls nothing of ours. */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ofi.h"
 
 ofi_params_t ofi_params;
+
+/* The rails profile STRAND_OFI_RAILS=0 (auto) picks on machines with this many CPUs or more: 4
+ * rails whose threads keep off a rail a caller used in the last 100 us, a speed that makes NCCL
+ * open 8 channels (one comm per channel, spread over the rails), and tuner bands that keep
+ * mid-size collectives on 2 channels. Measured through real NCCL on 2 H200s (32 cores,
+ * docs/benchmarks/ofi.md, 2026-11-27): 1.2-1.5x the built-in Socket from 16 MiB where one rail
+ * was at 0.8-0.9x, and no 8-byte first-use stall; rail threads spin, so machines with few CPUs
+ * keep one rail. */
+#define OFI_AUTO_RAILS 4
+#define OFI_AUTO_RAILS_MIN_CPUS 16
+#define OFI_AUTO_SPEED_MBPS 100000
+#define OFI_AUTO_TUNER_BANDS "16K:0,1M:2"
+
+static int ofi_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
 
 static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_STRING("STRAND_OFI_PROVIDER", NULL, NULL,
@@ -29,14 +50,15 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "closed listener); the same bound as strand-socket's connect timeout"),
     STRAND_PARAM_INT("STRAND_OFI_CLOSE_DRAIN_MS", NULL, 500, 0, 60000,
                      "how long close waits for in-flight operations before leaving them to drain"),
-    STRAND_PARAM_INT("STRAND_OFI_RAILS", NULL, 1, 1, OFI_MAX_RAILS,
+    STRAND_PARAM_INT("STRAND_OFI_RAILS", NULL, 0, 0, OFI_MAX_RAILS,
                      "endpoints per device, each with its own provider connections and progress "
                      "thread; comms are spread over them (1 = one endpoint, progressed by the "
-                     "callers only)"),
+                     "callers only; 0 = auto: 4 rails with a speed of 100 Gb/s and tuner bands "
+                     "16K:0,1M:2 unless those are set, on machines with 16 CPUs or more, else 1)"),
     STRAND_PARAM_BOOL("STRAND_OFI_RAIL_THREADS", NULL, true,
                       "with several rails, give each rail a progress thread (0: the rails are "
                       "progressed by the callers' test/isend/irecv only)"),
-    STRAND_PARAM_INT("STRAND_OFI_RAIL_QUIET_US", NULL, 0, 0, 1000000,
+    STRAND_PARAM_INT("STRAND_OFI_RAIL_QUIET_US", NULL, 100, 0, 1000000,
                      "a rail thread progresses its rail only when no caller has touched the rail "
                      "for this long (0: whenever the rail's lock is free)"),
     STRAND_PARAM_INT("STRAND_OFI_SPEED_MBPS", NULL, 0, 0, 10000000,
@@ -85,6 +107,15 @@ strand_result_t ofi_params_load(void) {
   ofi_params.peer_timeout_ms = (long)timeout * 1000;
   ofi_params.connect_timeout_ms = (long)connect_timeout * 1000;
   ofi_params.close_drain_ms = (long)drain;
+  if (rails == 0) { /* auto: the rails profile on machines with the cores for its threads */
+    rails = ofi_cpus() >= OFI_AUTO_RAILS_MIN_CPUS ? OFI_AUTO_RAILS : 1;
+    if (rails > 1) {
+      if (speed == 0) speed = OFI_AUTO_SPEED_MBPS;
+      if (ofi_params.tuner_channels[0] == '\0')
+        snprintf(ofi_params.tuner_channels, sizeof ofi_params.tuner_channels, "%s",
+                 OFI_AUTO_TUNER_BANDS);
+    }
+  }
   ofi_params.rails = (int)rails;
   ofi_params.rail_threads = rail_threads;
   ofi_params.rail_quiet_ns = (uint64_t)quiet * 1000u;

@@ -254,6 +254,14 @@ static strand_result_t discover(void) {
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET, "using libfabric %u.%u provider %s (%s), %d device(s)",
            FI_MAJOR(fi_version()), FI_MINOR(fi_version()), chosen_provider,
            (fi_prov || ofi_params.provider[0]) ? "requested" : "best RDM provider offered", ndevs);
+  if (ofi_params.rails > 1)
+    STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+                "%d rails per device, %s, threads off a rail a caller used in the last %llu us; "
+                "speed reported %s; tuner bands %s (STRAND_OFI_RAILS, docs/plugins/ofi.md)",
+                ofi_params.rails, ofi_params.rail_threads ? "a progress thread each" : "no threads",
+                (unsigned long long)(ofi_params.rail_quiet_ns / 1000u),
+                ofi_params.speed_mbps ? "from STRAND_OFI_SPEED_MBPS or the rails profile" : "as discovered",
+                ofi_params.tuner_channels[0] ? ofi_params.tuner_channels : "none");
   for (int k = 0; k < ndevs; k++)
     STRAND_INFO(STRAND_SUBSYS_NET,
                 "device %d: domain %s pciPath %s speed %d Mbps mr_mode 0x%llx%s, %d rail(s)", k,
