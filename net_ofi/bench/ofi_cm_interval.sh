@@ -5,6 +5,8 @@
 #
 #   net_ofi/bench/ofi_cm_interval.sh STRAND_CONFORM PLUGIN_SO [OUTDIR]
 #
+# Build with the default buildtype: -Dbuildtype=release (-O3) trips a -Werror stringop-overflow
+# false positive in tests/conform/report.c with gcc 12.
 # STRAND_BENCH_REPEAT rounds (default 3); STRAND_BENCH_DOMAIN the domain (default lo); sizes 8 B to
 # STRAND_BENCH_MAX (default 1M). Prints one markdown table (also OUTDIR/table.md): half-round-trip
 # p50 latency and streaming bandwidth (depth 8) for each value, and their ratio. A user-set
