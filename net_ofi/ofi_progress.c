@@ -8,6 +8,7 @@
  * The control channel: a fixed set of control receives kept posted on the device's endpoint (tag
  * OFI_TAG_CTRL), whose messages go to the on_ctrl handler given to ofi_ctrl_open, and a fixed set
  * of control send slots. Calls only ofi_dev.c and ofi_config.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,11 @@ int ofi_progress(ofi_dev_t *d) {
   int handled = 0;
   struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
   for (int b = 0; b < OFI_CQ_MAX_BATCHES; b++) {
+    /* libfabric 1.17's tcp provider reads errno after a connection's end of stream and takes a
+     * stale EAGAIN (a caller's earlier non-blocking socket call) for "try again": the stranger's
+     * descriptor then stays for good (issue 23). Whatever the caller left there is not ours to
+     * pass on. */
+    errno = 0;
     ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
     if (n > 0) {
       handled += (int)n;
