@@ -123,8 +123,10 @@ static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payl
   } else {
     sent -= hl;
   }
-  memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
-  c->tx_len += pl - sent;
+  if (pl > sent) { /* a header-only message has payload NULL: memcpy from NULL is undefined */
+    memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
+    c->tx_len += pl - sent;
+  }
   return true;
 }
 
