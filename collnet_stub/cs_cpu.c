@@ -13,12 +13,11 @@
  * sl->cpu = CS_CPU_DONE, which the proxy thread reads with acquire in test(). Nothing else of the
  * slot is touched by the proxy thread while it is BUSY. */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "cs.h"
 #include "strand/params.h"
+#include "strand/topo.h"
 
 /* Default helper count: none on small machines (the helpers would compete with NCCL's own threads
  * and the net's for 2-4 cores), else enough for the slots' chunks to overlap. */
@@ -53,17 +52,10 @@ static void *cs_helper_main(void *arg) {
   return NULL;
 }
 
-static int cs_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
 strand_result_t cs_helpers_start(cs_comm_t *c) {
   int64_t want = -1;
   if (strand_param_get_int("STRAND_COLLNET_THREADS", &want) != STRAND_SUCCESS) want = -1;
-  int n = want >= 0 ? (int)want : cs_cpus() >= CS_HELPERS_MIN_CPUS ? CS_HELPERS_AUTO : 0;
+  int n = want >= 0 ? (int)want : strand_topo_num_cpus() >= CS_HELPERS_MIN_CPUS ? CS_HELPERS_AUTO : 0;
   if (n > CS_NSLOTS) n = CS_NSLOTS; /* a slot is the unit of work: more helpers would idle */
   c->helpers = NULL;
   if (n == 0) return STRAND_SUCCESS;

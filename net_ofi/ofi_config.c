@@ -1,13 +1,12 @@
 /* strand-ofi — the STRAND_OFI_* parameters (SDK parameter registry, documented in
  * docs/plugins/ofi.md and docs/configuration.md) and the clock every other file reads. The bottom
  * of the plugin: calls nothing of ours. */
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ofi.h"
+#include "strand/topo.h"
 
 ofi_params_t ofi_params;
 
@@ -23,12 +22,6 @@ ofi_params_t ofi_params;
 #define OFI_AUTO_SPEED_MBPS 100000
 #define OFI_AUTO_TUNER_BANDS "16K:0,1M:2"
 
-static int ofi_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
 
 static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_STRING("STRAND_OFI_PROVIDER", NULL, NULL,
@@ -108,7 +101,7 @@ strand_result_t ofi_params_load(void) {
   ofi_params.connect_timeout_ms = (long)connect_timeout * 1000;
   ofi_params.close_drain_ms = (long)drain;
   if (rails == 0) { /* auto: the rails profile on machines with the cores for its threads */
-    rails = ofi_cpus() >= OFI_AUTO_RAILS_MIN_CPUS ? OFI_AUTO_RAILS : 1;
+    rails = strand_topo_num_cpus() >= OFI_AUTO_RAILS_MIN_CPUS ? OFI_AUTO_RAILS : 1;
     if (rails > 1) {
       if (speed == 0) speed = OFI_AUTO_SPEED_MBPS;
       if (ofi_params.tuner_channels[0] == '\0')
