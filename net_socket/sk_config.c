@@ -66,7 +66,7 @@ static const strand_param_def_t sk_params[] = {
                      "NCCL's sockets per thread: data streams = threads x this (-2 = unset)"),
     STRAND_PARAM_INT("STRAND_SOCKET_INLINE", "NCCL_SOCKET_INLINE", 16384, 0, 1 << 20,
                      "messages up to this many bytes ride inline on the control stream"),
-    STRAND_PARAM_INT("STRAND_SOCKET_EAGER_BYTES", NULL, 8192, 0, SK_EAGER_MAX_LIMIT,
+    STRAND_PARAM_INT("STRAND_SOCKET_EAGER_BYTES", NULL, 32768, 0, SK_EAGER_MAX_LIMIT,
                      "messages up to this many bytes are sent without waiting for the receiver's "
                      "clear-to-send, and a steady stream of them makes the receiver stop writing "
                      "one per receive (0 = every message waits for its CTS; both ranks should "

@@ -480,7 +480,8 @@ static int ei_run(void *sc, void *rc_, unsigned seed, ei_recv_t *rv, int nr, con
 }
 
 static int ei_scenario(void *sc, void *rc_, unsigned seed) {
-  static const size_t kinds[] = {0, 8, 100, 8192, 8193, 20000, 65536};
+  /* both sides of the inline limit (16 KiB) and of the largest eager limit (32 KiB, the default) */
+  static const size_t kinds[] = {0, 8, 100, 16385, 32768, 32769, 65536};
   ei_recv_t rv[EI_RECVS];
   int mtag[EI_MSGS], nm = 0;
   unsigned st = seed;
@@ -509,15 +510,15 @@ static int ei_scenario(void *sc, void *rc_, unsigned seed) {
 }
 
 /* Every interleaving of posting 3 receives ({any}, {tag 1, tag 2}, {any}) and 4 sends (tags
- * 2, 1, 1, 2), with every mix of small (8 B, eager) and large (20000 B, CTS path) messages:
- * 35 orders x 16 size mixes, each followed by tests until done. */
+ * 2, 1, 1, 2), with every mix of small (8 B, eager) and large (40000 B: above any eager limit,
+ * CTS path) messages: 35 orders x 16 size mixes, each followed by tests until done. */
 static int ei_exhaustive(void *sc, void *rc_) {
   ei_recv_t base[3] = {{1, {0}, {0}}, {2, {1, 2}, {0}}, {1, {0}, {0}}};
   const int mtag[4] = {2, 1, 1, 2};
   unsigned st = 7, seed = 1000;
   for (unsigned mix = 0; mix < 16; mix++) {
     size_t msize[4];
-    for (int m = 0; m < 4; m++) msize[m] = (mix >> m) & 1 ? 20000 : 8;
+    for (int m = 0; m < 4; m++) msize[m] = (mix >> m) & 1 ? 40000 : 8;
     for (unsigned bits = 0; bits < 128; bits++) {
       if (__builtin_popcount(bits) != 3) continue; /* which of the 7 steps post a receive */
       uint8_t sched[7];
