@@ -19,14 +19,20 @@ static const char *skip_blanks(const char *s) {
   return s;
 }
 
-/* An unsigned integer with an optional binary suffix; *end past it (and trailing blanks). */
-static bool parse_size(const char *s, uint64_t *out, const char **end) {
+/* A decimal unsigned integer after optional blanks; *end just past its digits. */
+static bool parse_uint(const char *s, unsigned long long *out, char **end) {
   s = skip_blanks(s);
   if (!isdigit((unsigned char)*s)) return false;
   errno = 0;
+  *out = strtoull(s, end, 10);
+  return errno == 0 && *end != s;
+}
+
+/* An unsigned integer with an optional binary suffix; *end past it (and trailing blanks). */
+static bool parse_size(const char *s, uint64_t *out, const char **end) {
+  unsigned long long v = 0;
   char *e = NULL;
-  unsigned long long v = strtoull(s, &e, 10);
-  if (errno != 0 || e == s) return false;
+  if (!parse_uint(s, &v, &e)) return false;
   int shift = 0;
   switch (toupper((unsigned char)*e)) {
     case 'K': shift = 10; e++; break;
@@ -44,12 +50,9 @@ static bool parse_size(const char *s, uint64_t *out, const char **end) {
 }
 
 static bool parse_channels(const char *s, int *out, const char **end) {
-  s = skip_blanks(s);
-  if (!isdigit((unsigned char)*s)) return false;
-  errno = 0;
+  unsigned long long v = 0;
   char *e = NULL;
-  long v = strtol(s, &e, 10);
-  if (errno != 0 || e == s || v < 0 || v > STRAND_TUNER_MAX_CHANNELS) return false;
+  if (!parse_uint(s, &v, &e) || v > STRAND_TUNER_MAX_CHANNELS) return false;
   *out = (int)v;
   *end = skip_blanks(e);
   return true;
