@@ -47,6 +47,7 @@
 #include "strand/params.h"
 #include "strand/plugin.h"
 #include "strand/pool.h"
+#include "strand/tuner_bands.h"
 
 #include "ofi_wire.h"
 
@@ -80,10 +81,14 @@ typedef struct {
                                 more recently than this to the caller (0: no such rule) */
   int speed_mbps;            /* STRAND_OFI_SPEED_MBPS: speed reported to NCCL (0: discovered) */
   char tuner_channels[256];  /* STRAND_OFI_TUNER_CHANNELS: the tuner's size bands ("" = none) */
+  strand_tuner_bands_t tuner_bands; /* ... parsed (a bad value fails ofi_params_load) */
   uint64_t slow_ms;          /* STRAND_OFI_SLOW_MS: trace requests slower than this (0: off) */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
 strand_result_t ofi_params_load(void);
+/* STRAND_OFI_TUNER_CHANNELS read and parsed for a tuner whose net side never loaded the
+ * parameters: a bad value is a WARN naming it and the bad item, and STRAND_INVALID_USAGE. */
+strand_result_t ofi_tuner_bands_read(strand_tuner_bands_t *bands);
 
 /* ---- completion contexts: every libfabric operation carries one of these ----
  * Whoever posts an operation (the control channel, a comm, a data request) sets `done`; the

@@ -67,6 +67,27 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "completion, and the first completion of every comm (0: off)"),
 };
 
+/* A bad STRAND_OFI_TUNER_CHANNELS fails the init that read it (net or tuner), with a WARN naming the
+ * variable and the item that is wrong, as every other bad knob does. */
+static strand_result_t parse_tuner_bands(const char *text, strand_tuner_bands_t *bands) {
+  char err[256];
+  if (strand_tuner_bands_parse(text, bands, err, sizeof err) == STRAND_SUCCESS) return STRAND_SUCCESS;
+  STRAND_WARN("STRAND_OFI_TUNER_CHANNELS='%s' is invalid: %s. Expected a comma list of "
+              "SIZE:N[:ll|ll128|simple] with increasing sizes, e.g. 16K:0,1M:2; unset it to leave "
+              "NCCL's channel counts alone", text, err);
+  return STRAND_INVALID_USAGE;
+}
+
+strand_result_t ofi_tuner_bands_read(strand_tuner_bands_t *bands) {
+  strand_result_t r = strand_params_register(ofi_param_defs, STRAND_PARAM_COUNT(ofi_param_defs));
+  if (r != STRAND_SUCCESS) return r;
+  char text[sizeof ofi_params.tuner_channels];
+  if ((r = strand_param_copy_string("STRAND_OFI_TUNER_CHANNELS", text, sizeof text)) !=
+      STRAND_SUCCESS)
+    return r;
+  return parse_tuner_bands(text, bands);
+}
+
 strand_result_t ofi_params_load(void) {
   strand_result_t r = strand_params_register(ofi_param_defs, STRAND_PARAM_COUNT(ofi_param_defs));
   if (r != STRAND_SUCCESS) return r;
@@ -109,6 +130,8 @@ strand_result_t ofi_params_load(void) {
                  OFI_AUTO_TUNER_BANDS);
     }
   }
+  if ((r = parse_tuner_bands(ofi_params.tuner_channels, &ofi_params.tuner_bands)) != STRAND_SUCCESS)
+    return r;
   ofi_params.rails = (int)rails;
   ofi_params.rail_threads = rail_threads;
   ofi_params.rail_quiet_ns = (uint64_t)quiet * 1000u;

@@ -26,7 +26,7 @@
  *   sk_stream.c   moving chunks over one data stream; comm errors
  *   sk_unpack.c   unpack mode: receives land in a GPU-visible bounce arena, NCCL's kernel gathers
  *   sk_config.c   knobs, and the plugin-wide state the data path reads (devices, configuration)
- *   sk_tuner_policy.c  STRAND_SOCKET_TUNER_CHANNELS: parse, look up, print (pure functions) */
+ */
 #ifndef STRAND_NET_SOCKET_SK_H
 #define STRAND_NET_SOCKET_SK_H
 
@@ -40,6 +40,7 @@
 #include "strand/pool.h"
 #include "strand/socket_addr.h"
 #include "strand/socket_conn.h"
+#include "strand/tuner_bands.h"
 
 #include "sk_wire.h"
 
@@ -67,19 +68,10 @@
 /* ---------------------------------------------------------------------------------------------
  * Configuration, devices, contexts
  * ------------------------------------------------------------------------------------------- */
-/* The tuner's policy (sk_tuner_policy.c): size bands, each "collectives of at most max_bytes run
- * on `channels` channels" (0 = NCCL's own count), and optionally "an all-reduce of that size uses
- * protocol `proto`" (STRAND_PROTO_*, -1 = NCCL's choice). Bands are sorted by max_bytes, strictly
- * increasing; sizes above the last band keep NCCL's choices. */
-#define SK_TUNER_MAX_BANDS 16
+/* The tuner's policy: the SDK's size bands (strand/tuner_bands.h) from STRAND_SOCKET_TUNER_CHANNELS,
+ * and strand-socket's own all-gather rule. */
 typedef struct {
-  uint64_t max_bytes;
-  int channels;
-  int proto;
-} sk_tuner_band_t;
-typedef struct {
-  int nbands;
-  sk_tuner_band_t bands[SK_TUNER_MAX_BANDS];
+  strand_tuner_bands_t bands;
   /* STRAND_SOCKET_TUNER_ALLGATHER_RING: an all-gather whose byte count (NCCL's nBytes, one rank's
    * share) lies in [ag_ring_min, ag_ring_max] runs as ring when NCCL picked PAT and offers ring;
    * ag_ring_max == 0 = never. */
@@ -297,22 +289,6 @@ strand_result_t sk_params_register(void);
  * STRAND_INVALID_USAGE, as for every other knob. */
 strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy);
 
-/* sk_tuner_policy.c: STRAND_SOCKET_TUNER_CHANNELS grammar, a comma list of SIZE:CHANNELS[:PROTO]
- * items, SIZE an integer with an optional K/M/G suffix (x1024^n), CHANNELS 0..STRAND_TUNER_MAX_CHANNELS,
- * PROTO one of ll, ll128, simple (case-insensitive), sizes strictly increasing; "" = no bands. On error *policy is untouched and `err` says what and
- * where. */
-strand_result_t sk_tuner_policy_parse(const char *text, sk_tuner_policy_t *policy, char *err,
-                                       size_t errlen);
-/* Channels for a collective of nbytes: the first band with nbytes <= max_bytes, else 0. */
-int sk_tuner_policy_channels(const sk_tuner_policy_t *policy, uint64_t nbytes);
-/* The band a collective of nbytes falls in, or NULL above the last band. */
-const sk_tuner_band_t *sk_tuner_policy_band(const sk_tuner_policy_t *policy, uint64_t nbytes);
-/* STRAND_SOCKET_TUNER_ALLGATHER_RING grammar: "MIN-MAX" (sizes as above, MIN <= MAX), or "0" / "off"
- * / "" for never. Sets policy->ag_ring_min/max; on error they are untouched and `err` says why. */
-strand_result_t sk_tuner_range_parse(const char *text, sk_tuner_policy_t *policy, char *err,
-                                      size_t errlen);
-/* "<=64K:2 <=2M:4 above:NCCL" style text for the INFO line (plus the all-gather ring range). */
-void sk_tuner_policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len);
 const sk_config_t *sk_config(void);
 const sk_dev_t *sk_device(int dev);
 int sk_device_count(void);

@@ -135,7 +135,7 @@ strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
   if ((rc = strand_param_get_string("STRAND_SOCKET_TUNER_CHANNELS", &text)) != STRAND_SUCCESS)
     return rc;
   char err[256];
-  if (sk_tuner_policy_parse(text, policy, err, sizeof err) != STRAND_SUCCESS) {
+  if (strand_tuner_bands_parse(text, &policy->bands, err, sizeof err) != STRAND_SUCCESS) {
     STRAND_WARN("STRAND_SOCKET_TUNER_CHANNELS='%s' is invalid: %s. Expected a comma list of "
                 "SIZE:CHANNELS with increasing sizes, e.g. 64K:2,2M:4; set "
                 "STRAND_SOCKET_TUNER=0 to turn the tuner off instead", text ? text : "", err);
@@ -143,7 +143,8 @@ strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
   }
   if ((rc = strand_param_get_string("STRAND_SOCKET_TUNER_ALLGATHER_RING", &text)) != STRAND_SUCCESS)
     return rc;
-  if (sk_tuner_range_parse(text, policy, err, sizeof err) != STRAND_SUCCESS) {
+  if (strand_tuner_size_range_parse(text, &policy->ag_ring_min, &policy->ag_ring_max, err,
+                                    sizeof err) != STRAND_SUCCESS) {
     STRAND_WARN("STRAND_SOCKET_TUNER_ALLGATHER_RING='%s' is invalid: %s", text ? text : "", err);
     return STRAND_INVALID_USAGE;
   }

@@ -25,16 +25,31 @@
  * catch a wild answer anyway; this file does not rely on it.
  *
  * Per-communicator context: the policy copy and whether this comm is one the tuner acts for. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sk.h"
 #include "strand/log.h"
 #include "strand/tuner.h"
+#include "strand/tuner_bands.h"
 
 typedef struct {
   bool active;
   sk_tuner_policy_t policy;
 } sk_tuner_ctx_t;
+
+/* "<=64K:2 <=2M:4 above:NCCL; all-gather 512K..4M: ring over PAT" for the INFO line. */
+static void policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len) {
+  strand_tuner_bands_format(&policy->bands, buf, len);
+  size_t used = strlen(buf);
+  if (policy->ag_ring_max != 0 && used + 1 < len) {
+    char lo[32], hi[32];
+    strand_tuner_size_format(policy->ag_ring_min, lo, sizeof lo);
+    strand_tuner_size_format(policy->ag_ring_max, hi, sizeof hi);
+    snprintf(buf + used, len - used, "; all-gather %s..%s: ring over PAT", lo, hi);
+  }
+}
 
 static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                                      strand_logger_t logger, strand_nvl_domain_info_t *nvl,
@@ -70,11 +85,11 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   }
   if (why == NULL && !enabled) why = "disabled by STRAND_SOCKET_TUNER=0";
   if (why == NULL && nNodes <= 1) why = "single-node communicator: no traffic crosses strand-socket";
-  if (why == NULL && t->policy.nbands == 0) why = "STRAND_SOCKET_TUNER_CHANNELS has no bands";
+  if (why == NULL && t->policy.bands.nbands == 0) why = "STRAND_SOCKET_TUNER_CHANNELS has no bands";
   t->active = why == NULL;
 
   char text[512];
-  sk_tuner_policy_format(&t->policy, text, sizeof text);
+  policy_format(&t->policy, text, sizeof text);
   if (t->active)
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: channels by "
@@ -89,28 +104,6 @@ static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks,
   return STRAND_SUCCESS;
 }
 
-/* An entry NCCL can run: not ignored and not negative (the rule of NCCL's topoGetAlgoInfo). The
- * tuner only ever lowers runnable entries, so its choice is always one NCCL offered. */
-static bool runnable(float cost) { return cost != STRAND_ALGO_PROTO_IGNORE && cost >= 0; }
-
-/* The algorithm NCCL will run: its cheapest runnable entry, or STRAND_ALGO_UNDEF when there is
- * none. */
-static int ncclPick(float **table, int numAlgo, int numProto) {
-  int best = STRAND_ALGO_UNDEF;
-  float best_cost = 0;
-  for (int a = 0; a < numAlgo; a++) {
-    for (int p = 0; p < numProto; p++) {
-      float c = *strand_tuner_cost(table, numProto, a, p);
-      if (!runnable(c)) continue;
-      if (best == STRAND_ALGO_UNDEF || c < best_cost) {
-        best = a;
-        best_cost = c;
-      }
-    }
-  }
-  return best;
-}
-
 static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t func, size_t nBytes,
                                               int numPipeOps, float **table, int numAlgo,
                                               int numProto, int regBuff, int *nChannels) {
@@ -122,32 +115,17 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
   if (func < STRAND_FUNC_BROADCAST || func > STRAND_FUNC_ALLREDUCE) return STRAND_SUCCESS;
   /* Someone (NCCL, a future core) already answered: do not override. */
   if (*nChannels != 0) return STRAND_SUCCESS;
-  int algo = ncclPick(table, numAlgo, numProto);
-  if (algo != STRAND_ALGO_RING && algo != STRAND_ALGO_TREE && algo != STRAND_ALGO_PAT)
-    return STRAND_SUCCESS;
+  int algo = strand_tuner_nccl_algo(table, numAlgo, numProto);
   if (func == STRAND_FUNC_ALLGATHER && algo == STRAND_ALGO_PAT && t->policy.ag_ring_max != 0 &&
-      nBytes >= t->policy.ag_ring_min && nBytes <= t->policy.ag_ring_max &&
-      STRAND_ALGO_RING < numAlgo) {
+      nBytes >= t->policy.ag_ring_min && nBytes <= t->policy.ag_ring_max) {
     /* Ring over PAT: lower ring's cheapest runnable entry to 0. Ring comes before PAT in NCCL's
      * table and NCCL takes the first strictly cheaper entry, so ring wins even against a PAT
      * entry of 0; with no runnable ring entry nothing changes and PAT stays. */
-    float *best = NULL;
-    for (int p = 0; p < numProto; p++) {
-      float *c = strand_tuner_cost(table, numProto, STRAND_ALGO_RING, p);
-      if (!runnable(*c)) continue;
-      if (best == NULL || *c < *best) best = c;
-    }
-    if (best != NULL) *best = 0.0f;
+    (void)strand_tuner_prefer_algo(table, numAlgo, numProto, STRAND_ALGO_RING);
   }
-  const sk_tuner_band_t *band = sk_tuner_policy_band(&t->policy, nBytes);
-  if (band == NULL) return STRAND_SUCCESS;
-  if (band->channels > 0 && band->channels <= STRAND_TUNER_MAX_CHANNELS) *nChannels = band->channels;
-  if (func == STRAND_FUNC_ALLREDUCE && band->proto >= 0 && band->proto < numProto) {
-    /* Only ever lower a runnable entry of the algorithm NCCL chose: the choice stays one NCCL
-     * offered, and an entry NCCL disabled (LL128 on some GPUs) is left alone. */
-    float *c = strand_tuner_cost(table, numProto, algo, band->proto);
-    if (runnable(*c)) *c = 0.0f;
-  }
+  /* Channels from the bands, and an all-reduce's protocol, for the algorithm NCCL picked (the
+   * SDK's rule: ring/tree/PAT only, runnable entries only). */
+  strand_tuner_bands_apply(&t->policy.bands, func, nBytes, algo, table, numProto, nChannels);
   return STRAND_SUCCESS;
 }
 

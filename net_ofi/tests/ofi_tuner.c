@@ -7,7 +7,9 @@
  *     algorithm NCCL picked (cost 0), unless NCCL marked it ignored; nothing else in the cost
  *     table is written; CollNet/NVLS picks, single-node communicators and an answer NCCL already
  *     made are left alone;
- *   - OFI_TUNER_BAD=1: a malformed band list makes init warn and the tuner change nothing.
+ *   - OFI_TUNER_BAD=1: a malformed band list ("1K:1,512:2": sizes must increase) fails the net
+ *     init and then the tuner's init (which reads it itself when the net side is not up), each
+ *     with a WARN naming STRAND_OFI_TUNER_CHANNELS and the bad item.
  * Usage: ofi_tuner PLUGIN.so (FI_PROVIDER selects the provider). Exit 0 = all passed. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +21,7 @@
 #include "strand/abi/abi.h"
 
 static bool saw_bands_warning;
+static char bands_warning[1024]; /* the last WARN naming STRAND_OFI_TUNER_CHANNELS */
 
 static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
                    const char *fmt, ...) {
@@ -29,7 +32,10 @@ static void logger(strand_log_level_t level, unsigned long flags, const char *fi
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   if (level <= STRAND_LOG_WARN) {
-    if (strstr(buf, "STRAND_OFI_TUNER_CHANNELS")) saw_bands_warning = true;
+    if (strstr(buf, "STRAND_OFI_TUNER_CHANNELS")) {
+      saw_bands_warning = true;
+      snprintf(bands_warning, sizeof bands_warning, "%s", buf);
+    }
     fprintf(stderr, "%s\n", buf);
   }
 }
@@ -79,6 +85,26 @@ int main(int argc, char **argv) {
   PT_CHECK(net && t, "tables ncclNetPlugin_v12 and ncclTunerPlugin_v5 exported");
   if (!net || !t) return 1;
   void *ctx = NULL;
+  if (bad) {
+    /* A bad value fails the init that reads it, with a WARN naming the variable and the item. */
+    PT_CHECK(net->init(&ctx, 0x7e57, NULL, logger, NULL) == STRAND_INVALID_USAGE,
+             "net init accepted a malformed STRAND_OFI_TUNER_CHANNELS");
+    PT_CHECK(saw_bands_warning && strstr(bands_warning, "'512:2'") != NULL,
+             "net init: no WARN naming STRAND_OFI_TUNER_CHANNELS and '512:2' (last: %s)",
+             bands_warning);
+    saw_bands_warning = false;
+    bands_warning[0] = '\0';
+    void *tctx = &tctx;
+    PT_CHECK(t->init(&tctx, 1, 2, 2, logger, NULL, NULL) == STRAND_INVALID_USAGE,
+             "tuner init accepted a malformed STRAND_OFI_TUNER_CHANNELS");
+    PT_CHECK(tctx == NULL, "a failed tuner init left a context");
+    PT_CHECK(saw_bands_warning && strstr(bands_warning, "'512:2'") != NULL &&
+                 strstr(bands_warning, "increase") != NULL,
+             "tuner init: no WARN naming STRAND_OFI_TUNER_CHANNELS, '512:2' and why (last: %s)",
+             bands_warning);
+    printf("bad bands: %d failure(s)\n", pt_failures);
+    return pt_failures ? 1 : 0;
+  }
   PT_CHECK(net->init(&ctx, 0x7e57, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
   strand_props_v12_t props;
   memset(&props, 0, sizeof props);
@@ -88,35 +114,30 @@ int main(int argc, char **argv) {
   void *multi = NULL, *single = NULL;
   PT_CHECK(t->init(&multi, 1, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
   PT_CHECK(t->init(&single, 2, 2, 1, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 1 node");
-  if (bad) {
-    PT_CHECK(saw_bands_warning, "no WARN about the malformed STRAND_OFI_TUNER_CHANNELS");
-    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 0) == 0, "bad bands: 8 B answered");
-  } else {
-    PT_CHECK(!saw_bands_warning, "WARN about a well-formed STRAND_OFI_TUNER_CHANNELS");
-    static const struct { size_t bytes; int want; bool simple; } cases[] = {
-        {8, 1, false}, {1024, 1, false}, {1025, 2, true}, {128 * 1024, 2, true},
-        {1 << 20, 2, true}, {(1 << 20) + 4, 0, false}, {16 << 20, 0, false}, {1u << 30, 0, false}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-      bool zr = false, zt = false;
-      int ring = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_RING, 0, false, &zr);
-      int tree = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_TREE, 0, false, &zt);
-      PT_CHECK(ring == cases[k].want && tree == cases[k].want,
-               "%zu bytes: ring %d, tree %d channels, want %d", cases[k].bytes, ring, tree,
-               cases[k].want);
-      PT_CHECK(zr == cases[k].simple && zt == cases[k].simple,
-               "%zu bytes: Simple made cheapest: ring %d, tree %d, want %d", cases[k].bytes, zr, zt,
-               cases[k].simple);
-    }
-    bool z = true;
-    PT_CHECK(channels_for_p(t, multi, 4096, STRAND_ALGO_RING, 0, true, &z) == 2 && !z,
-             "an ignored Simple entry was made runnable");
-    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_COLLNET_DIRECT, 0) == 0, "CollNet answered");
-    PT_CHECK(channels_for(t, single, 8, STRAND_ALGO_RING, 0) == 0, "single node answered");
-    PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 5) == 5, "NCCL's answer overridden");
+  PT_CHECK(!saw_bands_warning, "WARN about a well-formed STRAND_OFI_TUNER_CHANNELS");
+  static const struct { size_t bytes; int want; bool simple; } cases[] = {
+      {8, 1, false}, {1024, 1, false}, {1025, 2, true}, {128 * 1024, 2, true},
+      {1 << 20, 2, true}, {(1 << 20) + 4, 0, false}, {16 << 20, 0, false}, {1u << 30, 0, false}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    bool zr = false, zt = false;
+    int ring = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_RING, 0, false, &zr);
+    int tree = channels_for_p(t, multi, cases[k].bytes, STRAND_ALGO_TREE, 0, false, &zt);
+    PT_CHECK(ring == cases[k].want && tree == cases[k].want,
+             "%zu bytes: ring %d, tree %d channels, want %d", cases[k].bytes, ring, tree,
+             cases[k].want);
+    PT_CHECK(zr == cases[k].simple && zt == cases[k].simple,
+             "%zu bytes: Simple made cheapest: ring %d, tree %d, want %d", cases[k].bytes, zr, zt,
+             cases[k].simple);
   }
+  bool z = true;
+  PT_CHECK(channels_for_p(t, multi, 4096, STRAND_ALGO_RING, 0, true, &z) == 2 && !z,
+           "an ignored Simple entry was made runnable");
+  PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_COLLNET_DIRECT, 0) == 0, "CollNet answered");
+  PT_CHECK(channels_for(t, single, 8, STRAND_ALGO_RING, 0) == 0, "single node answered");
+  PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 5) == 5, "NCCL's answer overridden");
   PT_CHECK(t->finalize(multi) == STRAND_SUCCESS && t->finalize(single) == STRAND_SUCCESS,
            "tuner finalize");
   PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
-  printf("%s: %d failure(s)\n", bad ? "bad bands" : "bands", pt_failures);
+  printf("bands: %d failure(s)\n", pt_failures);
   return pt_failures ? 1 : 0;
 }

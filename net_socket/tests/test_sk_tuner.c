@@ -1,7 +1,8 @@
-/* strand-socket tuner: the STRAND_SOCKET_TUNER_CHANNELS parser and lookup (sk_tuner_policy.c), and
- * the tuner itself (sk_tuner.c) driven through the exported ncclTunerPlugin_v5 / _v3 tables the way
- * NCCL 2.28 / 2.22 call them. Linked from the plugin's own sources (sk_tuner.c, sk_tuner_policy.c,
- * sk_config.c) plus the SDK, so the SDK's export layer and guard are the real ones.
+/* strand-socket tuner (sk_tuner.c): its knobs as sk_config.c reads them, and the tuner itself driven
+ * through the exported ncclTunerPlugin_v5 / _v3 tables the way NCCL 2.28 / 2.22 call them. Linked
+ * from the plugin's own sources (sk_tuner.c, sk_config.c) plus the SDK, so the SDK's export layer,
+ * guard and size bands (strand/tuner_bands.h; their grammar is tested in tests/unit) are the real
+ * ones.
  *
  * The property that matters most: the tuner never writes a cost-table entry NCCL marked ignored or
  * negative, writes at most one entry (to 0, for an all-reduce in a band that names a protocol, in
@@ -48,102 +49,6 @@ static void test_logger(strand_log_level_t level, unsigned long flags, const cha
     if (strstr(msg, "tuner") != NULL) snprintf(last_info, sizeof last_info, "%s", msg);
   }
   va_end(ap);
-}
-
-/* ---- the policy grammar ---- */
-
-static void test_parse_valid(void **state) {
-  (void)state;
-  sk_tuner_policy_t p;
-  char err[256];
-  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4", &p, err, sizeof err), STRAND_SUCCESS);
-  assert_int_equal(p.nbands, 2);
-  assert_true(p.bands[0].max_bytes == 65536 && p.bands[0].channels == 2);
-  assert_true(p.bands[1].max_bytes == (2u << 20) && p.bands[1].channels == 4);
-
-  assert_int_equal(sk_tuner_policy_parse("  32KiB : 1 , 1MB:2, 1G:0 ", &p, err, sizeof err),
-                   STRAND_SUCCESS);
-  assert_int_equal(p.nbands, 3);
-  assert_true(p.bands[0].max_bytes == 32768 && p.bands[0].channels == 1);
-  assert_true(p.bands[1].max_bytes == (1u << 20));
-  assert_true(p.bands[2].max_bytes == (1u << 30) && p.bands[2].channels == 0);
-
-  assert_int_equal(sk_tuner_policy_parse("4096:64", &p, err, sizeof err), STRAND_SUCCESS);
-  assert_true(p.nbands == 1 && p.bands[0].max_bytes == 4096 && p.bands[0].channels == 64);
-  assert_int_equal(p.bands[0].proto, -1);
-
-  assert_int_equal(sk_tuner_policy_parse("16K:0,32K:2:LL128, 4M:2 : simple,8M:0:ll", &p, err,
-                                         sizeof err), STRAND_SUCCESS);
-  assert_int_equal(p.nbands, 4);
-  assert_true(p.bands[0].proto == -1 && p.bands[1].proto == STRAND_PROTO_LL128);
-  assert_true(p.bands[2].proto == STRAND_PROTO_SIMPLE && p.bands[2].channels == 2);
-  assert_true(p.bands[3].proto == STRAND_PROTO_LL && p.bands[3].channels == 0);
-
-  assert_int_equal(sk_tuner_policy_parse("", &p, err, sizeof err), STRAND_SUCCESS);
-  assert_int_equal(p.nbands, 0);
-  assert_int_equal(sk_tuner_policy_parse(NULL, &p, err, sizeof err), STRAND_SUCCESS);
-  assert_int_equal(p.nbands, 0);
-}
-
-static void expect_parse_error(const char *text, const char *needle) {
-  sk_tuner_policy_t p = {.nbands = 5};
-  char err[256];
-  assert_int_equal(sk_tuner_policy_parse(text, &p, err, sizeof err), STRAND_INVALID_USAGE);
-  assert_int_equal(p.nbands, 5); /* untouched on error */
-  if (strstr(err, needle) == NULL) fail_msg("'%s': error '%s' lacks '%s'", text, err, needle);
-}
-
-static void test_parse_errors(void **state) {
-  (void)state;
-  expect_parse_error("64K", "item 1 ('64K'): expected SIZE:CHANNELS");
-  expect_parse_error("64K:", "item 1");
-  expect_parse_error("64K:2,2M", "item 2 ('2M')");
-  expect_parse_error("64K:65", "0..64");
-  expect_parse_error("64K:-1", "0..64");
-  expect_parse_error("64K:2x", "CHANNELS");
-  expect_parse_error("2M:2,64K:4", "increase");
-  expect_parse_error("64K:2,64K:4", "increase");
-  expect_parse_error("abc:2", "SIZE like");
-  expect_parse_error("64X:2", "item 1");
-  expect_parse_error("64K:2,,2M:4", "item 2");
-  expect_parse_error("64K:2:fast", "item 1 ('64K:2:fast'): PROTO");
-  expect_parse_error("64K:2:", "PROTO");
-  expect_parse_error("64K:2:llx", "PROTO");
-  expect_parse_error("64K:2:simple:3", "PROTO");
-  expect_parse_error("99999999999999999999:2", "item 1");
-  expect_parse_error("99999999999G:2", "item 1"); /* overflows 64 bits once scaled */
-  char many[512] = "";
-  for (int i = 1; i <= SK_TUNER_MAX_BANDS + 1; i++) {
-    char item[32];
-    snprintf(item, sizeof item, "%s%dK:1", i > 1 ? "," : "", i);
-    strcat(many, item);
-  }
-  expect_parse_error(many, "more than 16");
-}
-
-static void test_lookup_and_format(void **state) {
-  (void)state;
-  sk_tuner_policy_t p;
-  assert_int_equal(sk_tuner_policy_parse("64K:2,2M:4:simple,8M:0,64M:6", &p, NULL, 0),
-                   STRAND_SUCCESS);
-  assert_int_equal(sk_tuner_policy_channels(&p, 0), 2);
-  assert_int_equal(sk_tuner_policy_channels(&p, 65536), 2);
-  assert_int_equal(sk_tuner_policy_channels(&p, 65537), 4);
-  assert_int_equal(sk_tuner_policy_channels(&p, 2u << 20), 4);
-  assert_int_equal(sk_tuner_policy_channels(&p, (2u << 20) + 1), 0);
-  assert_int_equal(sk_tuner_policy_channels(&p, 64u << 20), 6);
-  assert_int_equal(sk_tuner_policy_channels(&p, (64u << 20) + 1), 0);
-  char buf[256];
-  sk_tuner_policy_format(&p, buf, sizeof buf);
-  assert_string_equal(buf, "<=64K:2 <=2M:4:simple <=8M:NCCL <=64M:6 above:NCCL");
-  assert_null(sk_tuner_policy_band(&p, (64u << 20) + 1));
-  assert_int_equal(sk_tuner_policy_band(&p, 1u << 20)->proto, STRAND_PROTO_SIMPLE);
-  sk_tuner_policy_t empty = {0};
-  assert_int_equal(sk_tuner_policy_channels(&empty, 1), 0);
-  sk_tuner_policy_format(&empty, buf, sizeof buf);
-  assert_string_equal(buf, "above:NCCL");
-  sk_tuner_policy_format(&p, buf, 8); /* truncation is safe */
-  assert_true(strlen(buf) < 8);
 }
 
 /* ---- the tuner ---- */
@@ -494,9 +399,6 @@ int main(void) {
   strand_log_init(test_logger);
   strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_parse_valid, setup),
-      cmocka_unit_test_setup(test_parse_errors, setup),
-      cmocka_unit_test_setup(test_lookup_and_format, setup),
       cmocka_unit_test_setup(test_default_policy_multi_node, setup),
       cmocka_unit_test_setup(test_allgather_ring_over_pat, setup),
       cmocka_unit_test_setup(test_leaves_nccl_alone_when_unsure, setup),

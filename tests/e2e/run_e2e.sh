@@ -18,7 +18,7 @@
 #                                         tuner against the built-in Socket default: all-reduce at
 #                                         E2E_SIZES (default 8 B .. 1 GiB, 9 sizes), E2E_ROUNDS rounds
 #                                         (default 3) of every configuration in turn, then one table
-#                                         of medians and ratios (net_ofi/bench/ofi_tune_table.py),
+#                                         of medians and ratios (tests/e2e/rounds_table.py),
 #                                         the channels NCCL opened and strand-ofi's first-use trace
 #                                         (STRAND_OFI_SLOW_MS); stops starting launches after
 #                                         E2E_BUDGET_S (default 250) s. Arguments replace the
@@ -263,7 +263,7 @@ case "$mode" in
         fi
       done
     done
-    python3 "$root/net_ofi/bench/ofi_tune_table.py" "$res" "${names[@]}"
+    python3 "$root/tests/e2e/rounds_table.py" "$res" "${names[@]}"
     echo "# ofi-tune took $((SECONDS - t0)) s; raw outputs in $res"
     [[ -n ${OUT:-} ]] && cp -r "$res" "$OUT/ofi-tune" && cp "$build"/log.tune-*.rank0 "$OUT/ofi-tune/" 2>/dev/null
     true

@@ -95,9 +95,12 @@ done
 echo "# total $((SECONDS - start)) s"
 
 # ---- 3. the tables
-python3 - "$out" "$done_rounds" <<'PY' | tee "$out/table.md"
-import csv, glob, os, re, statistics, sys
+python3 - "$out" "$done_rounds" "$root/tests/e2e" <<'PY' | tee "$out/table.md"
+# Medians over rounds, sizes and ratios: tests/e2e/rounds_table.py (shared with run_e2e.sh ofi-tune).
+import csv, os, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from rounds_table import MIB, human, load, ratio, widest_spread
 def raw(name):
     rows = {}
     try:
@@ -109,11 +112,6 @@ def raw(name):
     return rows
 names = ["host-1qp", "host-1qp-bidir", "host-4qp", "host-4qp-bidir", "gpu-1qp", "gpu-1qp-bidir"]
 raws = {n: raw(n) for n in names}
-def size(b):
-    for u, s in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if b >= u and b % u == 0:
-            return "%d %s" % (b // u, s)
-    return "%d B" % b
 def num(v, f="%.2f"):
     return "–" if v is None else f % v
 print("softverbs raw RDMA WRITE, GB/s per direction (sv_bench, depth 8 per QP; "
@@ -121,58 +119,33 @@ print("softverbs raw RDMA WRITE, GB/s per direction (sv_bench, depth 8 per QP; "
 print("| size | host, 1 QP | host, 1 QP, both | host, 4 QPs | host, 4 QPs, both | GPU, 1 QP | GPU, 1 QP, both |")
 print("|---:|---:|---:|---:|---:|---:|---:|")
 for s in sorted(set().union(*[set(r) for r in raws.values()])):
-    print("| %s | %s |" % (size(s), " | ".join(num(raws[n].get(s)) for n in names)))
+    print("| %s | %s |" % (human(s), " | ".join(num(raws[n].get(s)) for n in names)))
 ceil_host = max(list(raws["host-1qp-bidir"].values()) + list(raws["host-4qp-bidir"].values()) or [0])
 ceil_gpu = max(raws["gpu-1qp-bidir"].values() or [0])
 print("\nCeiling for a 2-rank all-reduce (best per-direction figure with both directions busy): "
       "host %.2f GB/s, GPU %.2f GB/s\n" % (ceil_host, ceil_gpu))
-row_re = re.compile(r"^\s+(\d+)\s+\d+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+\d+\s*$")
 cfgs = ["builtin-host", "strand-host", "builtin-gdr", "strand-gdr"]
-data = {c: {} for c in cfgs}  # size -> list of (us, busbw)
-for c in cfgs:
-    for r in range(1, rounds + 1):
-        try:
-            lines = open(os.path.join(out, "sweep.%s.r%d.txt" % (c, r))).read().splitlines()
-        except OSError:
-            continue
-        for l in lines:
-            m = row_re.match(l)
-            if m:
-                data[c].setdefault(int(m.group(1)), []).append((float(m.group(2)), float(m.group(3))))
-def med(c, s, k):
-    v = [x[k] for x in data[c].get(s, [])]
-    return statistics.median(v) if v else None
-def ratio(a, b):  # speed of a over b
-    return "–" if a is None or b is None or a == 0 or b == 0 else "%.2f×" % (a / b)
+data = load({c: [os.path.join(out, "sweep.%s.r%d.txt" % (c, r)) for r in range(1, rounds + 1)]
+             for c in cfgs})
 print("All-reduce float sum, 2 ranks, median of %d rounds (time in µs below 1 MiB, busbw GB/s from "
       "1 MiB; ratio = strand-ib's speed over the built-in's; \"of raw\" = strand-ib busbw over "
       "softverbs' ceiling above):\n" % rounds)
 print("| size | built-in IB, host | **strand-ib, host** | ratio | of raw | built-in IB, GDR | "
       "**strand-ib, GDR** | ratio | of raw |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-sizes = sorted(set().union(*[set(d) for d in data.values()]))
-for s in sizes:
+for s in data.sizes:
     cells = []
     for mem, ceil in (("host", ceil_host), ("gdr", ceil_gpu)):
-        b, st = "builtin-" + mem, "strand-" + mem
-        if s < (1 << 20):
-            vb, vs = med(b, s, 0), med(st, s, 0)
-            cells += [num(vb, "%.1f"), "**%s**" % num(vs, "%.1f"),
-                      ratio(vb, vs), ""]
+        vb, vs = data.headline("builtin-" + mem, s), data.headline("strand-" + mem, s)
+        if s < MIB:
+            cells += [num(vb, "%.1f"), "**%s**" % num(vs, "%.1f"), ratio(vb, vs), ""]
         else:
-            vb, vs = med(b, s, 1), med(st, s, 1)
             cells += [num(vb), "**%s**" % num(vs), ratio(vs, vb),
                       "–" if vs is None or not ceil else "%.0f %%" % (100 * vs / ceil)]
-    print("| %s | %s |" % (size(s), " | ".join(cells)))
-spread = []
-for c in cfgs:
-    for s in sizes:
-        v = [x[1] if s >= (1 << 20) else x[0] for x in data[c].get(s, [])]
-        if len(v) > 1 and min(v) > 0:
-            spread.append((max(v) / min(v), c, s))
-if spread:
-    w = max(spread)
-    print("\nWidest spread between rounds: %.2f× (%s at %s)" % (w[0], w[1], size(w[2])))
+    print("| %s | %s |" % (human(s), " | ".join(cells)))
+w = widest_spread(data, cfgs)
+if w:
+    print("\nWidest spread between rounds: %.2f× (%s at %s)" % (w[0], w[1], human(w[2])))
 PY
 ((rc == 0)) && echo "PASS: bench_gpu: every configuration ran over the transport intended ($done_rounds rounds)"
 echo "# results and logs in $out"
