@@ -62,6 +62,8 @@
  * half this. The largest eager message is bounded so that one always fits the control buffer. */
 #define SK_EAGER_CREDITS 64
 #define SK_EAGER_MAX_LIMIT 32768
+/* Size ranges STRAND_SOCKET_TUNER_ALLGATHER_RING may list. */
+#define SK_TUNER_AG_RING_RANGES 4
 /* Consecutive small messages after which the receiver stops announcing receives (no CTS). */
 #define SK_EAGER_QUIET_AFTER 4
 
@@ -72,10 +74,13 @@
  * and strand-socket's own all-gather rule. */
 typedef struct {
   strand_tuner_bands_t bands;
-  /* STRAND_SOCKET_TUNER_ALLGATHER_RING: an all-gather whose byte count (NCCL's nBytes, one rank's
-   * share) lies in [ag_ring_min, ag_ring_max] runs as ring when NCCL picked PAT and offers ring;
-   * ag_ring_max == 0 = never. */
-  uint64_t ag_ring_min, ag_ring_max;
+  /* STRAND_SOCKET_TUNER_ALLGATHER_RING: an all-gather whose byte count (NCCL's nBytes for the tuner: the
+   * whole output, nRanks x one rank's share) lies in one of the ranges runs as ring when NCCL picked PAT and offers ring; no ranges
+   * = never. Ranges are increasing and do not overlap. */
+  int nag_ring;
+  struct {
+    uint64_t min, max;
+  } ag_ring[SK_TUNER_AG_RING_RANGES];
 } sk_tuner_policy_t;
 
 typedef struct {

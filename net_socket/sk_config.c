@@ -12,6 +12,7 @@
  * The measurements behind the automatic choices are in docs/benchmarks/socket.md. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sk.h"
 #include "strand/log.h"
@@ -19,15 +20,18 @@
 
 #define SK_AUTO (-2)
 /* The tuner's default policy, from the all-reduce sweep on one H100 with 2 fake nodes
- * (docs/benchmarks/socket.md, "The tuner's default"): NCCL's choices up to 16 KiB; 2 channels and
- * LL128 at 32 KiB; 2 channels and Simple up to 4 MiB, where NCCL would run LL (to 512 KiB) on 8;
- * NCCL's choices above, where 8 channels win. */
-#define SK_TUNER_DEFAULT_CHANNELS "16K:0,32K:2:ll128,4M:2:simple"
+ * (docs/benchmarks/socket.md, "The tuner's default"): NCCL's choices up to 8 KiB; one channel to
+ * 16 KiB (at 4 ranks NCCL ran a 16 KiB tree on 4 channels, 0.6-0.75x the built-in Socket's one:
+ * "Four GPUs"); 2 channels and LL128 at 32 KiB; 2 channels and Simple up to 4 MiB, where NCCL
+ * would run LL (to 512 KiB) on 8; NCCL's choices above, where 8 channels win. */
+#define SK_TUNER_DEFAULT_CHANNELS "8K:0,16K:1,32K:2:ll128,4M:2:simple"
 /* All-gather of 512 KiB to 4 MiB (NCCL's byte count: the whole output, nRanks x one rank's share):
  * NCCL 2.28 picks PAT for the speed strand-socket reports (ring for the built-in Socket's), and PAT
  * ran 1.4-2.4x slower than ring there on 2 fake nodes; at 256 KiB PAT won by 1.5x, from 8 MiB on
- * they tie (docs/benchmarks/socket.md, "Every size again"). */
-#define SK_TUNER_DEFAULT_AG_RING "512K-4M"
+ * they tie (docs/benchmarks/socket.md, "Every size again"). Up to 8 KiB as well: there NCCL's PAT
+ * runs Simple on one channel, and ring (LL) took 1.1-1.6x less time on 2 and 4 GPUs, while PAT
+ * was ahead again from 32 KiB ("Four GPUs"). */
+#define SK_TUNER_DEFAULT_AG_RING "1-8K,512K-4M"
 
 static struct {
   int ndev;
@@ -119,12 +123,62 @@ static const strand_param_def_t sk_params[] = {
                         "Simple for all-reduce, above NCCL's choices (CHANNELS 0 = NCCL's count; "
                         "PROTO ll|ll128|simple; STRAND_SOCKET_TUNER=0 turns the tuner off)"),
     STRAND_PARAM_STRING("STRAND_SOCKET_TUNER_ALLGATHER_RING", NULL, SK_TUNER_DEFAULT_AG_RING,
-                        "MIN-MAX: an all-gather of that many bytes (its whole output, as NCCL counts) runs as ring where "
-                        "NCCL picked PAT and can run ring (off = leave the algorithm to NCCL)"),
+                        "MIN-MAX[,MIN-MAX...]: an all-gather of that many bytes (its whole output, as NCCL "
+                        "counts) runs as ring where NCCL picked PAT and can run ring (off = leave the "
+                        "algorithm to NCCL)"),
 };
 
 strand_result_t sk_params_register(void) {
   return strand_params_register(sk_params, STRAND_PARAM_COUNT(sk_params));
+}
+
+/* STRAND_SOCKET_TUNER_ALLGATHER_RING: "off" or a comma list of MIN-MAX ranges (the SDK's range
+ * grammar for each), increasing and not overlapping: small all-gathers and large ones gain from
+ * ring for different reasons (docs/benchmarks/socket.md), with PAT ahead in between. */
+static strand_result_t ag_ring_parse(const char *text, sk_tuner_policy_t *policy, char *err,
+                                     size_t errlen) {
+  sk_tuner_policy_t p = *policy;
+  p.nag_ring = 0;
+  const char *s = text != NULL ? text : "";
+  for (int item = 1;; item++) {
+    size_t n = strcspn(s, ",");
+    char piece[64];
+    if (n >= sizeof piece) {
+      snprintf(err, errlen, "range %d is too long", item);
+      return STRAND_INVALID_USAGE;
+    }
+    memcpy(piece, s, n);
+    piece[n] = '\0';
+    uint64_t lo = 0, hi = 0;
+    char why[160];
+    if (strand_tuner_size_range_parse(piece, &lo, &hi, why, sizeof why) != STRAND_SUCCESS) {
+      snprintf(err, errlen, "range %d ('%s'): %s", item, piece, why);
+      return STRAND_INVALID_USAGE;
+    }
+    if (hi == 0) { /* "off": alone only */
+      if (item > 1 || s[n] != '\0') {
+        snprintf(err, errlen, "range %d: 'off' cannot be combined with ranges", item);
+        return STRAND_INVALID_USAGE;
+      }
+      break;
+    }
+    if (p.nag_ring == SK_TUNER_AG_RING_RANGES) {
+      snprintf(err, errlen, "more than %d ranges", SK_TUNER_AG_RING_RANGES);
+      return STRAND_INVALID_USAGE;
+    }
+    if (p.nag_ring > 0 && lo <= p.ag_ring[p.nag_ring - 1].max) {
+      snprintf(err, errlen, "range %d ('%s') must start above the previous range's end", item,
+               piece);
+      return STRAND_INVALID_USAGE;
+    }
+    p.ag_ring[p.nag_ring].min = lo;
+    p.ag_ring[p.nag_ring].max = hi;
+    p.nag_ring++;
+    if (s[n] == '\0') break;
+    s += n + 1;
+  }
+  *policy = p;
+  return STRAND_SUCCESS;
 }
 
 strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
@@ -143,8 +197,7 @@ strand_result_t sk_tuner_config_read(bool *enabled, sk_tuner_policy_t *policy) {
   }
   if ((rc = strand_param_get_string("STRAND_SOCKET_TUNER_ALLGATHER_RING", &text)) != STRAND_SUCCESS)
     return rc;
-  if (strand_tuner_size_range_parse(text, &policy->ag_ring_min, &policy->ag_ring_max, err,
-                                    sizeof err) != STRAND_SUCCESS) {
+  if (ag_ring_parse(text, policy, err, sizeof err) != STRAND_SUCCESS) {
     STRAND_WARN("STRAND_SOCKET_TUNER_ALLGATHER_RING='%s' is invalid: %s", text ? text : "", err);
     return STRAND_INVALID_USAGE;
   }

@@ -39,16 +39,26 @@ typedef struct {
   sk_tuner_policy_t policy;
 } sk_tuner_ctx_t;
 
-/* "<=64K:2 <=2M:4 above:NCCL; all-gather 512K..4M: ring over PAT" for the INFO line. */
+/* "<=64K:2 <=2M:4 above:NCCL; all-gather 1..8K, 512K..4M: ring over PAT" for the INFO line. */
 static void policy_format(const sk_tuner_policy_t *policy, char *buf, size_t len) {
   strand_tuner_bands_format(&policy->bands, buf, len);
   size_t used = strlen(buf);
-  if (policy->ag_ring_max != 0 && used + 1 < len) {
+  for (int i = 0; i < policy->nag_ring && used + 1 < len; i++) {
     char lo[32], hi[32];
-    strand_tuner_size_format(policy->ag_ring_min, lo, sizeof lo);
-    strand_tuner_size_format(policy->ag_ring_max, hi, sizeof hi);
-    snprintf(buf + used, len - used, "; all-gather %s..%s: ring over PAT", lo, hi);
+    strand_tuner_size_format(policy->ag_ring[i].min, lo, sizeof lo);
+    strand_tuner_size_format(policy->ag_ring[i].max, hi, sizeof hi);
+    int n = snprintf(buf + used, len - used, "%s %s..%s", i == 0 ? "; all-gather" : ",", lo, hi);
+    if (n < 0) return;
+    used += (size_t)n;
   }
+  if (policy->nag_ring > 0 && used + 1 < len)
+    snprintf(buf + used, len - used, ": ring over PAT");
+}
+
+static bool ag_ring_wanted(const sk_tuner_policy_t *policy, size_t nbytes) {
+  for (int i = 0; i < policy->nag_ring; i++)
+    if (nbytes >= policy->ag_ring[i].min && nbytes <= policy->ag_ring[i].max) return true;
+  return false;
 }
 
 static strand_result_t sk_tuner_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
@@ -116,8 +126,7 @@ static strand_result_t sk_tuner_get_coll_info(void *ctx, strand_tuner_func_t fun
   /* Someone (NCCL, a future core) already answered: do not override. */
   if (*nChannels != 0) return STRAND_SUCCESS;
   int algo = strand_tuner_nccl_algo(table, numAlgo, numProto);
-  if (func == STRAND_FUNC_ALLGATHER && algo == STRAND_ALGO_PAT && t->policy.ag_ring_max != 0 &&
-      nBytes >= t->policy.ag_ring_min && nBytes <= t->policy.ag_ring_max) {
+  if (func == STRAND_FUNC_ALLGATHER && algo == STRAND_ALGO_PAT && ag_ring_wanted(&t->policy, nBytes)) {
     /* Ring over PAT: lower ring's cheapest runnable entry to 0. Ring comes before PAT in NCCL's
      * table and NCCL takes the first strictly cheaper entry, so ring wins even against a PAT
      * entry of 0; with no runnable ring entry nothing changes and PAT stays. */

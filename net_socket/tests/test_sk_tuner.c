@@ -130,12 +130,14 @@ static void test_default_policy_multi_node(void **state) {
   (void)state;
   assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
   void *ctx = init_v5(2, 2);
-  assert_non_null(strstr(last_info, "<=16K:NCCL <=32K:2:ll128 <=4M:2:simple above:NCCL"));
+  assert_non_null(strstr(last_info, "<=8K:NCCL <=16K:1 <=32K:2:ll128 <=4M:2:simple above:NCCL"));
   float t[NA][NP];
   int nch = 0;
   ring_table(t);
-  /* Up to 16 KiB NCCL's own choices stand. */
+  /* Up to 8 KiB NCCL's own choices stand; one channel to 16 KiB. */
   assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 8 << 10, t, 0), 0);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, (8 << 10) + 1, t, 0), 1);
+  assert_int_equal(ask(ctx, STRAND_FUNC_ALLREDUCE, 16 << 10, t, 0), 1);
   /* All-reduce, 64 KiB: 2 channels and Simple for the ring NCCL picked. */
   assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLREDUCE, 64 << 10, t, &nch),
                    STRAND_ALGO_RING * NP + STRAND_PROTO_SIMPLE);
@@ -169,7 +171,7 @@ static void test_allgather_ring_over_pat(void **state) {
   (void)state;
   assert_int_equal(configure(NULL, NULL, true), STRAND_SUCCESS);
   void *ctx = init_v5(2, 2);
-  assert_non_null(strstr(last_info, "all-gather 512K..4M: ring over PAT"));
+  assert_non_null(strstr(last_info, "all-gather 1..8K, 512K..4M: ring over PAT"));
   float t[NA][NP];
   int nch = 0;
   /* Inside the range: ring's cheapest runnable entry (LL, cost 10) becomes the cheapest. */
@@ -182,7 +184,13 @@ static void test_allgather_ring_over_pat(void **state) {
   t[STRAND_ALGO_RING][STRAND_PROTO_LL] = IGN;
   assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 4 << 20, t, &nch),
                    STRAND_ALGO_RING * NP + STRAND_PROTO_LL128);
-  /* Outside the range, or no runnable ring entry, or not an all-gather: PAT stays. */
+  /* The small range too. */
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 8 << 10, t, &nch),
+                   STRAND_ALGO_RING * NP + STRAND_PROTO_LL);
+  /* Outside the ranges, or no runnable ring entry, or not an all-gather: PAT stays. */
+  pat_table(t);
+  assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, (8 << 10) + 1, t, &nch), -1);
   pat_table(t);
   assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, 256 << 10, t, &nch), -1);
   assert_int_equal(ask_proto(ctx, STRAND_FUNC_ALLGATHER, (4 << 20) + 1, t, &nch), -1);
@@ -209,7 +217,8 @@ static void test_allgather_ring_over_pat(void **state) {
   assert_int_equal(ncclTunerPlugin_v5.finalize(ctx), STRAND_SUCCESS);
 
   /* Bad values fail init with a WARN naming the knob. */
-  static const char *bad[] = {"4M", "4M-1M", "1M-", "x-2M", "0-0", "1M-2M,3M"};
+  static const char *bad[] = {"4M", "4M-1M", "1M-", "x-2M", "0-0", "1M-2M,3M", "1M-2M,2M-4M",
+                              "4M-8M,1M-2M", "off,1M-2M", "1M-2M,", "1-1K,2K-3K,4K-5K,6K-7K,8K-9K"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(setenv("STRAND_SOCKET_TUNER_ALLGATHER_RING", bad[i], 1), 0);
     assert_int_equal(configure(NULL, NULL, true), STRAND_INVALID_USAGE);
@@ -377,10 +386,10 @@ static void test_never_writes_table_fuzz(void **state) {
     int changed = ask_proto(ctx, func, bytes, t, &nch);
     assert_true(nch == 0 || (nch >= 1 && nch <= STRAND_TUNER_MAX_CHANNELS));
     if (changed >= 0 && func == STRAND_FUNC_ALLGATHER) {
-      /* the one algorithm change: PAT -> ring, inside the all-gather range only */
+      /* the one algorithm change: PAT -> ring, inside the all-gather ranges only */
       assert_int_equal(best, STRAND_ALGO_PAT);
       assert_int_equal(changed / NP, STRAND_ALGO_RING);
-      assert_true(bytes >= (512 << 10) && bytes <= (4 << 20));
+      assert_true((bytes >= 1 && bytes <= (8 << 10)) || (bytes >= (512 << 10) && bytes <= (4 << 20)));
     } else if (changed >= 0) {
       assert_int_equal(func, STRAND_FUNC_ALLREDUCE);
       assert_int_equal(changed / NP, best); /* the algorithm stays NCCL's */
