@@ -688,6 +688,7 @@ static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
     /* Straight into this rank's block of the result (the user's buffer); the all-gather sends it
      * from there when the net holds that buffer's registration, else from the arena. */
     char *mine = cs_user_src(r, sl, CS_PH_RS, me);
+    if (!sl->blen[me]) return STRAND_SUCCESS; /* nothing of this rank's (r->dst may be NULL) */
     rc = cs_reduce_block(c, sl, mine ? mine : staged, r->dst + sl->boff[me]);
     if (rc != STRAND_SUCCESS) return rc;
     double t1 = strand_now_s();
