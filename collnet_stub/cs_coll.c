@@ -780,15 +780,26 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   return STRAND_SUCCESS;
 }
 
+/* Whether the job has no bulk work, so a hand-off to a helper would only add latency: an
+ * all-reduce on a registered send buffer stages nothing in, and its all-gather, when every peer's
+ * block landed in the receive buffer, only checks headers. */
+static bool cs_job_is_light(const cs_comm_t *c, const cs_slot_t *sl, int job) {
+  const cs_req_t *r = sl->req;
+  if (r->kind != CS_ALLREDUCE) return false;
+  if (job == CS_JOB_STAGE_IN) return r->smr != NULL;
+  if (sl->phase != CS_PH_AG || !r->rmr) return false;
+  for (int j = 0; j < c->nranks; j++)
+    if (j != c->rank && sl->blen[j] && sl->rbuf[CS_MSGS * j + CS_MSG_DATA] != r->dst + sl->boff[j]) return false;
+  return true;
+}
+
 /* Runs the job on a helper when the chunk is big enough and the comm has helpers, else here and
  * now (then the slot moves on at once). */
 static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
   sl->job = job;
   sl->job_rc = STRAND_SUCCESS;
   sl->job_copy_s = sl->job_reduce_s = 0;
-  /* an all-reduce on a registered send buffer stages nothing in: no hand-off for an empty job */
-  bool empty = job == CS_JOB_STAGE_IN && sl->req->kind == CS_ALLREDUCE && sl->req->smr;
-  if (!empty && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
   cs_coll_run_job(c, sl);
   return cs_finish_job(c, sl);
 }
