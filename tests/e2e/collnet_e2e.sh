@@ -20,7 +20,9 @@
 #       `closing:` lines (where the stub's time went); without git (or the rev) the old column is
 #       this tree with STRAND_COLLNET_DIRECT=0 (every byte staged, as before the no-copy path);
 #       E2E_COLLNET_OLD_SRC=DIR takes the old tree from DIR instead (e.g. a `git archive` made
-#       before the run, for a copy of the tree without .git).
+#       before the run, for a copy of the tree without .git). E2E_COLLNET_VARIANT='-DNAME=V ...'
+#       adds a fourth configuration: this tree built with those C flags (e.g. -DCS_NSLOTS=16) into
+#       $E2E_BUILD-variant.
 #       Then, time permitting (E2E_BUDGET_S, default 200 s spent), the correctness check above at 2
 #       ranks. Exit 1 on a failed run or check.
 #
@@ -67,6 +69,19 @@ copies() {
     echo "## round $round: CollNet new"
     E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$cn" || rc=1
     grep -h 'closing:' "$build"/log.sweep.rank* | sed 's/.*collnet_stub: /# new: /' || true
+    if [[ -n ${E2E_COLLNET_VARIANT:-} ]]; then
+      local vb=$build-variant
+      if [[ ! -f $vb/build.ninja ]]; then
+        mkdir -p "$vb"
+        local meson=(meson)
+        command -v meson >/dev/null 2>&1 || meson=(python3 -m mesonbuild.mesonmain)
+        "${meson[@]}" setup "$vb" "$root" -Dtests=false -Dbuildtype=release \
+          "-Dc_args=$E2E_COLLNET_VARIANT" >"$vb/meson-setup.log" 2>&1 || { cat "$vb/meson-setup.log"; rc=1; }
+      fi
+      echo "## round $round: CollNet new, built with $E2E_COLLNET_VARIANT"
+      E2E_BUILD=$vb E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$cn" || rc=1
+      grep -h 'closing:' "$vb"/log.sweep.rank* | sed 's/.*collnet_stub: /# variant: /' || true
+    fi
     echo "# $((SECONDS - t0)) s so far"
   done
   if ((SECONDS - t0 < ${E2E_BUDGET_S:-200})); then
