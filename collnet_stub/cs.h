@@ -57,9 +57,14 @@
 #define CS_CONNECT_TIMEOUT_S 60.0
 /* Largest collective one call may carry, reported as maxCollBytes (test() reports an int size). */
 #define CS_MAX_COLL_BYTES (1ULL << 30)
-/* Every message of an exchange starts with this many bytes of header (cs_coll.c, cs_wire_hdr_t):
- * what the sender believes the collective is. A multiple of 64, so payloads stay aligned. */
+/* Every exchange sends each peer two messages on the same comm: a header of this many bytes
+ * (cs_coll.c, cs_wire_hdr_t: what the sender believes the collective is), then the payload, which
+ * can go straight from (or land straight in) a registered user buffer. A multiple of 64, so
+ * payloads in the arena stay aligned. */
 #define CS_HDR_BYTES 64u
+/* Messages per peer and exchange: the header (CS_MSG_HDR) and the payload (CS_MSG_DATA). Message
+ * q = 2 * peer + m in a slot's per-message arrays. */
+enum { CS_MSG_HDR = 0, CS_MSG_DATA = 1, CS_MSGS = 2 };
 
 typedef struct {
   uint32_t magic;
@@ -78,6 +83,11 @@ typedef struct cs_mr {
   uint32_t magic;
   void *base;
   size_t size;
+  /* The same range registered with the net on every comm of the mesh: net_mh[i] on send[i],
+   * net_mh[nranks * CS_LANES + i] on recv[i] (NULL where the net needs none). When net_ok, the
+   * collectives send from and receive into this range without staging it (cs_coll.c). */
+  void **net_mh;
+  bool net_ok;
   struct cs_mr *next;
 } cs_mr_t;
 
@@ -95,6 +105,7 @@ typedef struct {
   double t_busy, t_busy_since;   /* time with at least one collective in flight; since when */
   double t_coll;                 /* summed over collectives: issue -> test() reports done */
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
+  uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
 } cs_stats_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
@@ -111,10 +122,12 @@ typedef struct cs_slot {
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
   uint64_t seq[2];    /* turn of this chunk's exchanges (reduce-scatter, all-gather) in their lanes */
   int lane;           /* lane of the exchange under way */
-  char *send, *recv;  /* nranks messages of comm->stride bytes each (header, then up to block bytes) */
-  size_t *slen, *rlen;   /* per peer bytes of the exchange under way (rlen: received, once done) */
-  char **sbuf;           /* per peer source of the exchange under way */
-  void **sreq, **rreq;   /* per peer net requests; NULL when not posted or complete */
+  char *send, *recv;  /* nranks areas of comm->stride bytes each (header, then up to block bytes) */
+  /* Per message q = CS_MSGS * peer + CS_MSG_* of the exchange under way: */
+  size_t *slen, *rlen;   /* bytes to send; receive size posted, then bytes received once done */
+  char **sbuf, **rbuf;   /* where it is sent from / received into (the arena or user memory) */
+  void **smh, **rmh;     /* the net's registration of that memory on the lane's comm */
+  void **sreq, **rreq;   /* net requests; NULL when not posted or complete */
   bool *sposted, *rposted;
   bool all_posted;       /* every send and receive of the exchange under way was accepted */
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
@@ -167,7 +180,11 @@ strand_result_t cs_reg_mr(void *collComm, void *data, size_t size, int type, voi
 strand_result_t cs_reg_mr_dmabuf(void *collComm, void *data, size_t size, int type, uint64_t offset,
                                  int fd, void **mhandle);
 strand_result_t cs_dereg_mr(void *collComm, void *mhandle);
+/* Deregisters and frees every registration; before the mesh's comms are closed. */
 void cs_mr_free_all(cs_comm_t *c);
+/* The live registration `mhandle` when it covers [p, p+len) and the net holds it on every comm
+ * (the collective may then skip staging that buffer); NULL otherwise. */
+const cs_mr_t *cs_mr_direct(const cs_comm_t *c, void *mhandle, const void *p, size_t len);
 
 /* cs_coll.c */
 strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,

@@ -2,7 +2,11 @@
  *
  * A collective is cut into chunks; a chunk occupies one of the collComm's CS_NSLOTS staging slots
  * (nranks blocks of comm->block bytes to send, nranks to receive) and runs one or two exchanges
- * over the mesh:
+ * over the mesh. An all-reduce whose buffers were registered (the net holds the registration too,
+ * cs_mr.c) stages nothing: the reduce-scatter sends from the send buffer, the reduction writes
+ * this rank's block of the receive buffer, and the all-gather sends from and receives into the
+ * receive buffer; only the peers' reduce-scatter blocks land in the slot. Otherwise, and for the
+ * window collectives, every byte goes through the slot:
  *   RS (reduce-scatter): block j goes to rank j; each rank receives its block from every peer and
  *      reduces the nranks contributions in rank order 0..n-1 (identical bits on every rank).
  *   AG (all-gather): each rank sends its block to every peer and receives theirs.
@@ -19,14 +23,17 @@
  *
  * Agreement. Ranks of a buggy application may call different collectives (count, datatype, op, kind
  * or window differ). NCCL itself then hangs, or one rank finishes with wrong data. Here every
- * message starts with a header (cs_wire_hdr_t) saying what its sender believes the collective is;
- * every exchange is all-to-all and every collective has at least one exchange, and a rank checks
- * its peers' headers once the exchange completed and before it touches their data. Turns pair up
- * whatever the ranks believe (each exchange posts exactly one message per peer and direction, and
- * receives are posted at the largest message size), so the first exchange of a mismatched
- * collective completes on every rank and every rank sees the disagreement: each fails it with
- * STRAND_INVALID_USAGE and a WARN naming both sides. The comm stays failed (sticky), so later
- * collectives fail at once. Bound: one exchange after the last rank issued the collective.
+ * payload is preceded by a header message (cs_wire_hdr_t) saying what its sender believes the
+ * collective is; every exchange is all-to-all and every collective has at least one exchange, and a
+ * rank checks its peers' headers once the exchange completed and before it uses their data (an
+ * all-gather payload that landed in the receive buffer is not read; the collective then fails, so
+ * that buffer's contents are undefined, as after any failed collective). Turns pair up whatever
+ * the ranks believe (each exchange posts exactly one header and one payload per peer and
+ * direction, and payload receives are posted at the largest payload, a block), so the first
+ * exchange of a mismatched collective completes on every rank and every rank sees the
+ * disagreement: each fails it with STRAND_INVALID_USAGE and a WARN naming both sides. The comm
+ * stays failed (sticky), so later collectives fail at once. Bound: one exchange after the last
+ * rank issued the collective.
  *
  * Nothing here blocks: test() posts what it may, polls the net's requests once, and returns. */
 #include <stdio.h>
@@ -72,6 +79,9 @@ typedef struct cs_req {
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
   size_t nchunks, next_chunk, chunks_done;
   size_t result_bytes;
+  /* allreduce: the registrations covering src / dst when the net holds them (cs_mr_direct), so
+   * blocks go out of and land in the user's memory; NULL: staged through the slot's arena */
+  const cs_mr_t *smr, *rmr;
   double t_issued;
 } cs_req_t;
 
@@ -83,17 +93,21 @@ void cs_coll_init_slots(cs_comm_t *c) {
     cs_slot_t *sl = &c->slots[s];
     sl->send = c->arena + (size_t)s * 2 * n * c->stride;
     sl->recv = sl->send + n * c->stride;
-    sl->slen = calloc(n, sizeof(size_t));
-    sl->rlen = calloc(n, sizeof(size_t));
+    size_t nm = CS_MSGS * n;
+    sl->slen = calloc(nm, sizeof(size_t));
+    sl->rlen = calloc(nm, sizeof(size_t));
     sl->blen = calloc(n, sizeof(size_t));
     sl->boff = calloc(n, sizeof(size_t));
-    sl->sbuf = calloc(n, sizeof(char *));
-    sl->sreq = calloc(n, sizeof(void *));
-    sl->rreq = calloc(n, sizeof(void *));
-    sl->sposted = calloc(n, sizeof(bool));
-    sl->rposted = calloc(n, sizeof(bool));
-    if (!sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->sreq || !sl->rreq ||
-        !sl->sposted || !sl->rposted) {
+    sl->sbuf = calloc(nm, sizeof(char *));
+    sl->rbuf = calloc(nm, sizeof(char *));
+    sl->smh = calloc(nm, sizeof(void *));
+    sl->rmh = calloc(nm, sizeof(void *));
+    sl->sreq = calloc(nm, sizeof(void *));
+    sl->rreq = calloc(nm, sizeof(void *));
+    sl->sposted = calloc(nm, sizeof(bool));
+    sl->rposted = calloc(nm, sizeof(bool));
+    if (!sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->rbuf || !sl->smh ||
+        !sl->rmh || !sl->sreq || !sl->rreq || !sl->sposted || !sl->rposted) {
       free(sl->sreq);
       sl->sreq = NULL; /* connect checks this */
     }
@@ -108,6 +122,9 @@ void cs_coll_free_slots(cs_comm_t *c) {
     free(sl->blen);
     free(sl->boff);
     free(sl->sbuf);
+    free(sl->rbuf);
+    free(sl->smh);
+    free(sl->rmh);
     free(sl->sreq);
     free(sl->rreq);
     free(sl->sposted);
@@ -238,8 +255,6 @@ static strand_result_t cs_check_reduction(cs_comm_t *c, const char *call, strand
 strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
                               strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
                               void *recvMhandle, void **request) {
-  (void)sendMhandle;
-  (void)recvMhandle;
   cs_comm_t *c = cs_comm_of(collComm);
   bool full;
   strand_result_t rc = cs_begin(c, collComm, "iallreduce", request, &full);
@@ -265,6 +280,8 @@ strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, si
   size_t per_chunk = c->block / esz * (size_t)c->nranks;
   r->nchunks = count ? (count + per_chunk - 1) / per_chunk : 1; /* one exchange at least: agreement */
   r->result_bytes = count * esz;
+  r->smr = cs_mr_direct(c, sendMhandle, sendData, count * esz);
+  r->rmr = cs_mr_direct(c, recvMhandle, recvData, count * esz);
   cs_enqueue(c, r, request);
   return STRAND_SUCCESS;
 }
@@ -422,26 +439,59 @@ static void cs_header_of(const cs_comm_t *c, const cs_slot_t *sl, int phase, cs_
   }
 }
 
-/* Points the slot's per-peer lengths and buffers at the exchange of `phase` and writes the header
- * of every message it sends. Every peer gets a message (a header alone when it has no data), and
- * receives take the largest message, so the exchange completes even when the ranks disagree. */
+/* The user memory an all-reduce's block of rank j goes out of (send: its send buffer in the
+ * reduce-scatter, its receive buffer in the all-gather) when that buffer's registration is held by
+ * the net; NULL: the block is staged in the arena. */
+static char *cs_user_src(const cs_req_t *r, const cs_slot_t *sl, int phase, int j) {
+  if (r->kind != CS_ALLREDUCE) return NULL;
+  if (phase == CS_PH_RS) return r->smr ? r->src + sl->boff[j] : NULL;
+  return r->rmr ? r->dst + sl->boff[j] : NULL;
+}
+
+/* Points the slot's per-message lengths, buffers and registrations at the exchange of `phase` and
+ * writes the header every peer is sent. Every peer gets two messages on the lane's comm, the
+ * header and the payload (zero bytes when it has no data), and every payload receive is posted at
+ * a whole block, so the exchange completes even when the ranks disagree and each rank reads its
+ * peers' headers before it trusts their payloads. A payload receive lands in the user's receive
+ * buffer (the all-gather of an all-reduce on registered memory) only where a whole block fits
+ * inside that registration: a peer that disagrees can send up to a block, never past it. */
 static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
+  const cs_req_t *r = sl->req;
   int me = c->rank;
+  sl->phase = phase;
+  sl->lane = phase == CS_PH_AG && r->kind == CS_ALLREDUCE ? 1 : 0;
+  sl->all_posted = false;
+  sl->t_post = 0;
   cs_wire_hdr_t h;
   cs_header_of(c, sl, phase, &h);
   for (int j = 0; j < c->nranks; j++) {
-    int src = phase == CS_PH_RS ? j : me;
-    sl->slen[j] = CS_HDR_BYTES + sl->blen[src];
-    sl->sbuf[j] = cs_msg(c, sl->send, src);
-    if (j != me) memcpy(sl->sbuf[j], &h, sizeof h);
-    sl->rlen[j] = c->stride;
-    sl->sposted[j] = sl->rposted[j] = j == me;
-    sl->sreq[j] = sl->rreq[j] = NULL;
+    int i = j * CS_LANES + sl->lane, src = phase == CS_PH_RS ? j : me;
+    for (int m = 0; m < CS_MSGS; m++) {
+      int q = CS_MSGS * j + m;
+      sl->sposted[q] = sl->rposted[q] = j == me;
+      sl->sreq[q] = sl->rreq[q] = NULL;
+    }
+    if (j == me) continue;
+    int qh = CS_MSGS * j + CS_MSG_HDR, qd = CS_MSGS * j + CS_MSG_DATA;
+    memcpy(cs_msg(c, sl->send, j), &h, sizeof h);
+    sl->sbuf[qh] = cs_msg(c, sl->send, j);
+    sl->slen[qh] = CS_HDR_BYTES;
+    sl->smh[qh] = c->send_mh[i];
+    sl->rbuf[qh] = cs_msg(c, sl->recv, j);
+    sl->rlen[qh] = CS_HDR_BYTES;
+    sl->rmh[qh] = c->recv_mh[i];
+    char *user = cs_user_src(r, sl, phase, src);
+    const cs_mr_t *umr = phase == CS_PH_RS ? r->smr : r->rmr;
+    sl->sbuf[qd] = user ? user : cs_blk(c, sl->send, src);
+    sl->slen[qd] = sl->blen[src];
+    sl->smh[qd] = user ? umr->net_mh[i] : c->send_mh[i];
+    /* in the all-gather, peer j's block lands in the user's buffer when a whole block fits */
+    char *land = phase == CS_PH_AG ? cs_user_src(r, sl, phase, j) : NULL;
+    if (land && (size_t)(land - (char *)r->rmr->base) + c->block > r->rmr->size) land = NULL;
+    sl->rbuf[qd] = land ? land : cs_blk(c, sl->recv, j);
+    sl->rlen[qd] = c->block;
+    sl->rmh[qd] = land ? r->rmr->net_mh[(size_t)c->nranks * CS_LANES + (size_t)i] : c->recv_mh[i];
   }
-  sl->phase = phase;
-  sl->lane = phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0;
-  sl->all_posted = false;
-  sl->t_post = 0;
 }
 
 /* User bytes of the slot's chunk, every rank's block. */
@@ -456,6 +506,7 @@ static void cs_stage_in(cs_comm_t *c, cs_slot_t *sl) {
   const cs_req_t *r = sl->req;
   int me = c->rank, n = c->nranks;
   if (r->kind == CS_ALLREDUCE) {
+    if (r->smr) return; /* the reduce-scatter sends and reduces straight from the user's buffer */
     for (int j = 0; j < n; j++)
       if (sl->blen[j]) memcpy(cs_blk(c, sl->send, j), r->src + sl->boff[j], sl->blen[j]);
   } else if (r->kind == CS_ALLGATHER) {
@@ -497,7 +548,8 @@ static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char
   return rc;
 }
 
-/* Posts what the slot's exchange may post now; *changed when something was posted. */
+/* Posts what the slot's exchange may post now; *changed when something was posted. A peer's
+ * payload is posted after its header on the same comm (the net keeps that order). */
 static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   if (sl->all_posted || c->turn[sl->lane] != sl->seq[sl->phase]) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
@@ -505,24 +557,26 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   if (!sl->t_post) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
-    if (!sl->sposted[j]) {
-      int i = j * CS_LANES + sl->lane;
-      strand_result_t rc = n->isend(c->send[i], sl->sbuf[j], sl->slen[j], 0, c->send_mh[i], NULL, &sl->sreq[j]);
-      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
-      sl->sposted[j] = sl->sreq[j] != NULL; /* NULL: the comm is full, retried next time */
-      *changed |= sl->sposted[j];
+    int i = j * CS_LANES + sl->lane;
+    for (int q = CS_MSGS * j; q < CS_MSGS * (j + 1); q++) {
+      bool first = q == CS_MSGS * j;
+      if (!sl->sposted[q] && (first || sl->sposted[q - 1])) {
+        strand_result_t rc = n->isend(c->send[i], sl->sbuf[q], sl->slen[q], 0, sl->smh[q], NULL, &sl->sreq[q]);
+        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
+        sl->sposted[q] = sl->sreq[q] != NULL; /* NULL: the comm is full, retried next time */
+        *changed |= sl->sposted[q];
+      }
+      if (!sl->rposted[q] && (first || sl->rposted[q - 1])) {
+        void *buf = sl->rbuf[q];
+        size_t sz = sl->rlen[q];
+        int tag = 0;
+        strand_result_t rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &sl->rmh[q], NULL, &sl->rreq[q]);
+        if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
+        sl->rposted[q] = sl->rreq[q] != NULL;
+        *changed |= sl->rposted[q];
+      }
+      all &= sl->sposted[q] && sl->rposted[q];
     }
-    if (!sl->rposted[j]) {
-      void *buf = cs_msg(c, sl->recv, j);
-      size_t sz = sl->rlen[j];
-      int tag = 0;
-      int i = j * CS_LANES + sl->lane;
-      strand_result_t rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &c->recv_mh[i], NULL, &sl->rreq[j]);
-      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
-      sl->rposted[j] = sl->rreq[j] != NULL;
-      *changed |= sl->rposted[j];
-    }
-    all &= sl->sposted[j] && sl->rposted[j];
   }
   if (all) {
     sl->all_posted = true;
@@ -532,22 +586,32 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   return STRAND_SUCCESS;
 }
 
-/* Reduces the slot's nranks contributions to this rank's block, in rank order, into `out`. */
-static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, char *out) {
+/* Reduces the slot's nranks contributions to this rank's block (its own from `mine`, the peers'
+ * from where their payloads landed), in rank order, into `out`. */
+static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, const char *mine, char *out) {
   cs_req_t *r = sl->req;
-  int me = c->rank;
+  int me = c->rank, n = c->nranks;
   size_t len = sl->blen[me], cnt = len / r->esz;
   if (len == 0) return STRAND_SUCCESS;
-  char *mine = cs_blk(c, sl->send, me);
-  memmove(out, me == 0 ? mine : cs_blk(c, sl->recv, 0), len);
-  for (int j = 1; j < c->nranks; j++) {
-    strand_result_t rc = strand_reduce(r->dtype, r->op, out, j == me ? mine : cs_blk(c, sl->recv, j), cnt);
-    if (rc != STRAND_SUCCESS) {
-      STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
-                  c->nranks, cnt, (int)rc);
-      return rc;
-    }
+  /* `out` overwritten by the first step while `mine` is still needed (in place, rank 2 or more):
+   * accumulate in this rank's receive area, unused by the exchange, and copy at the end. */
+  bool overlap = out < mine + len && mine < out + len;
+  char *acc = overlap && !(out == mine && me < 2) ? cs_blk(c, sl->recv, me) : out;
+#define CS_CONTRIB(j) ((j) == me ? mine : sl->rbuf[CS_MSGS * (j) + CS_MSG_DATA])
+  strand_result_t rc = STRAND_SUCCESS;
+  if (n == 1)
+    memmove(acc, mine, len);
+  else
+    rc = strand_reduce3(r->dtype, r->op, acc, CS_CONTRIB(0), CS_CONTRIB(1), cnt);
+  for (int j = 2; j < n && rc == STRAND_SUCCESS; j++)
+    rc = strand_reduce(r->dtype, r->op, acc, CS_CONTRIB(j), cnt);
+#undef CS_CONTRIB
+  if (rc != STRAND_SUCCESS) {
+    STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
+                c->nranks, cnt, (int)rc);
+    return rc;
   }
+  if (acc != out) memcpy(out, acc, len);
   return STRAND_SUCCESS;
 }
 
@@ -576,19 +640,20 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     int src = sl->phase == CS_PH_RS ? c->rank : j; /* whose block the peer sent */
-    size_t want = CS_HDR_BYTES + sl->blen[src];
+    size_t want = sl->blen[src], got = sl->rlen[CS_MSGS * j + CS_MSG_DATA];
     memset(&peer, 0, sizeof peer);
-    if (sl->rlen[j] >= sizeof peer) memcpy(&peer, cs_msg(c, sl->recv, j), sizeof peer);
+    if (sl->rlen[CS_MSGS * j + CS_MSG_HDR] >= sizeof peer) memcpy(&peer, cs_msg(c, sl->recv, j), sizeof peer);
     bool agree = peer.magic == mine.magic && peer.rank == (uint32_t)j && peer.nranks == mine.nranks &&
                  peer.kind == mine.kind && peer.phase == mine.phase && peer.dtype == mine.dtype &&
                  peer.op == mine.op && peer.a == mine.a && peer.b == mine.b && peer.c == mine.c;
-    if (agree && peer.turn == mine.turn && peer.coll == mine.coll && sl->rlen[j] == want) continue;
+    if (agree && peer.turn == mine.turn && peer.coll == mine.coll && got == want) continue;
     char me_s[160], peer_s[160];
     cs_describe(&mine, me_s, sizeof me_s);
     if (peer.magic != CS_WIRE_MAGIC) {
       STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d sent %zu bytes without the stub's header in "
                   "collective #%llu (%s here): not a collnet_stub peer of this build, or a corrupted "
-                  "message; the collComm is unusable", sl->req->call, c->rank, c->nranks, j, sl->rlen[j],
+                  "message; the collComm is unusable", sl->req->call, c->rank, c->nranks, j,
+                  sl->rlen[CS_MSGS * j + CS_MSG_HDR],
                   (unsigned long long)mine.coll, me_s);
       return STRAND_REMOTE_ERROR;
     }
@@ -597,7 +662,7 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
       STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d is out of step: its message is collective #%llu "
                   "turn %llu with %zu bytes, this rank is at collective #%llu turn %llu expecting %zu "
                   "(%s on both); the collComm is unusable", sl->req->call, c->rank, c->nranks, j,
-                  (unsigned long long)peer.coll, (unsigned long long)peer.turn, sl->rlen[j],
+                  (unsigned long long)peer.coll, (unsigned long long)peer.turn, got,
                   (unsigned long long)mine.coll, (unsigned long long)mine.turn, want, me_s);
     else
       STRAND_WARN("collnet_stub %s(rank %d/%d): the ranks called different collectives: collective #%llu "
@@ -615,28 +680,33 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
 static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
   cs_req_t *r = sl->req;
   int me = c->rank, n = c->nranks;
-  char *mine = cs_blk(c, sl->send, me);
+  char *staged = cs_blk(c, sl->send, me);
   double t0 = strand_now_s();
   strand_result_t rc = cs_check_peers(c, sl);
   if (rc != STRAND_SUCCESS) return rc;
   if (sl->phase == CS_PH_RS) {
-    /* The receive slot of this rank is unused by the exchange: accumulate there. */
-    char *acc = cs_blk(c, sl->recv, me);
-    rc = cs_reduce_block(c, sl, acc);
+    /* Straight into this rank's block of the result (the user's buffer); the all-gather sends it
+     * from there when the net holds that buffer's registration, else from the arena. */
+    char *mine = cs_user_src(r, sl, CS_PH_RS, me);
+    if (!sl->blen[me]) return STRAND_SUCCESS; /* nothing of this rank's (r->dst may be NULL) */
+    rc = cs_reduce_block(c, sl, mine ? mine : staged, r->dst + sl->boff[me]);
     if (rc != STRAND_SUCCESS) return rc;
     double t1 = strand_now_s();
     sl->job_reduce_s = t1 - t0;
-    if (sl->blen[me]) memcpy(r->kind == CS_ALLREDUCE ? mine : r->dst + sl->boff[me], acc, sl->blen[me]);
+    if (r->kind == CS_ALLREDUCE && !r->rmr && sl->blen[me]) memcpy(staged, r->dst + sl->boff[me], sl->blen[me]);
     sl->job_copy_s = strand_now_s() - t1;
     return STRAND_SUCCESS;
   }
   for (int j = 0; j < n; j++) {
-    const char *blk = j == me ? mine : cs_blk(c, sl->recv, j);
     if (!sl->blen[j]) continue;
-    if (r->kind == CS_ALLREDUCE)
-      memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
-    else
-      cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], (void *)blk, sl->blen[j], true);
+    if (r->kind == CS_ALLREDUCE) {
+      /* this rank's block is in place since the reduction; a peer's landed there or in the arena */
+      const char *blk = sl->rbuf[CS_MSGS * j + CS_MSG_DATA];
+      if (j != me && blk != r->dst + sl->boff[j]) memcpy(r->dst + sl->boff[j], blk, sl->blen[j]);
+      continue;
+    }
+    const char *blk = j == me ? staged : sl->rbuf[CS_MSGS * j + CS_MSG_DATA];
+    cs_sge_copy(r->parts, r->nparts, r->part_off[j] + sl->boff[j], (void *)blk, sl->blen[j], true);
   }
   sl->job_copy_s = strand_now_s() - t0;
   return STRAND_SUCCESS;
@@ -667,8 +737,8 @@ static void cs_drain(cs_comm_t *c) {
     for (int s = 0; s < CS_NSLOTS; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
-      for (int j = 0; j < c->nranks; j++) {
-        void **reqs[2] = {&sl->sreq[j], &sl->rreq[j]};
+      for (int q = 0; q < CS_MSGS * c->nranks; q++) {
+        void **reqs[2] = {&sl->sreq[q], &sl->rreq[q]};
         for (int k = 0; k < 2; k++) {
           if (!*reqs[k]) continue;
           int done = 0;
@@ -704,9 +774,23 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   }
   r->chunks_done++;
   c->stats.chunks++;
+  c->stats.chunks_direct += r->kind == CS_ALLREDUCE && r->smr && r->rmr;
   c->stats.bytes += cs_chunk_bytes(c, sl);
   sl->req = NULL;
   return STRAND_SUCCESS;
+}
+
+/* Whether the job has no bulk work, so a hand-off to a helper would only add latency: an
+ * all-reduce on a registered send buffer stages nothing in, and its all-gather, when every peer's
+ * block landed in the receive buffer, only checks headers. */
+static bool cs_job_is_light(const cs_comm_t *c, const cs_slot_t *sl, int job) {
+  const cs_req_t *r = sl->req;
+  if (r->kind != CS_ALLREDUCE) return false;
+  if (job == CS_JOB_STAGE_IN) return r->smr != NULL;
+  if (sl->phase != CS_PH_AG || !r->rmr) return false;
+  for (int j = 0; j < c->nranks; j++)
+    if (j != c->rank && sl->blen[j] && sl->rbuf[CS_MSGS * j + CS_MSG_DATA] != r->dst + sl->boff[j]) return false;
+  return true;
 }
 
 /* Runs the job on a helper when the chunk is big enough and the comm has helpers, else here and
@@ -715,34 +799,39 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
   sl->job = job;
   sl->job_rc = STRAND_SUCCESS;
   sl->job_copy_s = sl->job_reduce_s = 0;
-  if (cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
   cs_coll_run_job(c, sl);
   return cs_finish_job(c, sl);
 }
 
+/* Tests the exchange's posted requests (also before all are posted: a net that takes one request
+ * per comm accepts a payload only once its header completed); the exchange is done when every
+ * message was posted and completed. Only that counts as a change for cs_progress: a request's
+ * completion alone does not buy another pass over every slot (measured through NCCL on 2 H200s,
+ * docs/benchmarks/collnet.md: with it, test() calls took ~30 us instead of ~5 us, NCCL's proxy
+ * thread called test() 5.5x less often, and exchanges looked twice as long). */
 static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  if (!sl->all_posted) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
-  bool all = true;
-  for (int j = 0; j < c->nranks; j++) {
-    int done, size;
-    if (sl->sreq[j]) {
+  bool all = sl->all_posted;
+  for (int q = 0; q < CS_MSGS * c->nranks; q++) {
+    int done, size, j = q / CS_MSGS;
+    if (sl->sreq[q]) {
       done = 0;
-      strand_result_t rc = n->test(sl->sreq[j], &done, &size);
+      strand_result_t rc = n->test(sl->sreq[q], &done, &size);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "send to", rc);
-      if (done) sl->sreq[j] = NULL;
+      if (done) sl->sreq[q] = NULL;
     }
-    if (sl->rreq[j]) {
+    if (sl->rreq[q]) {
       done = 0;
       size = -1;
-      strand_result_t rc = n->test(sl->rreq[j], &done, &size);
+      strand_result_t rc = n->test(sl->rreq[q], &done, &size);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "receive from", rc);
       if (done) {
-        sl->rreq[j] = NULL;
-        sl->rlen[j] = size < 0 ? 0 : (size_t)size;
+        sl->rreq[q] = NULL;
+        sl->rlen[q] = size < 0 ? 0 : (size_t)size;
       }
     }
-    all &= !sl->sreq[j] && !sl->rreq[j];
+    all &= !sl->sreq[q] && !sl->rreq[q];
   }
   if (!all) return STRAND_SUCCESS;
   *changed = true;
@@ -832,12 +921,14 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "collectives in flight on average, %.1f us each from issue to done; CPU time in staging "
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
-              "%llu of them moved nothing",
+              "%llu of them moved nothing; %llu chunks sent from and received into registered user "
+              "memory (no staging)",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
               st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, CS_NSLOTS,
-              (unsigned long long)st->tests, (unsigned long long)st->tests_idle);
+              (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
+              (unsigned long long)st->chunks_direct);
 }

@@ -28,12 +28,12 @@ static void cs_comm_free(cs_comm_t *c) {
   const strand_net_t *n = c->net;
   cs_helpers_stop(c); /* before anything they may be touching is freed */
   cs_coll_drop_all(c);
+  cs_mr_free_all(c); /* its net registrations live on the comms closed next */
   for (int j = 0; j < c->nranks * CS_LANES; j++) {
     if (c->send) cs_close_net_comm(n, c->send[j], c->send_mh ? c->send_mh[j] : NULL, true);
     if (c->recv) cs_close_net_comm(n, c->recv[j], c->recv_mh ? c->recv_mh[j] : NULL, false);
   }
   cs_coll_free_slots(c);
-  cs_mr_free_all(c);
   free(c->arena);
   free(c->send);
   free(c->recv);

@@ -1,13 +1,54 @@
 /* collnet_stub: registration on a collComm.
  *
- * The stub never hands NCCL's buffers to the net: every byte goes through the collComm's staging
- * arena, which connect registered once with each of the mesh's net comms. So a CollNet
- * registration is bookkeeping: it records the range, accepts the same range any number of times
- * (NCCL registers one shared buffer from both connectors, spec §8.2), and refuses memory the CPU
- * cannot reduce. */
+ * A CollNet registration records the range, accepts the same range any number of times (NCCL
+ * registers one shared buffer from both connectors, spec §8.2), and refuses memory the CPU cannot
+ * reduce. It also registers the range with the net on every comm of the mesh, so that an
+ * all-reduce on registered buffers sends its blocks straight from the user's memory and receives
+ * the all-gather's straight into it (cs_coll.c): each staging copy skipped is a pass over the data
+ * the chunk no longer waits for. Where the net refuses, the range is still a valid registration
+ * and the collectives stage it through the arena (which connect registered) as before. */
 #include <stdlib.h>
 
 #include "cs.h"
+#include "strand/params.h"
+
+/* Releases what the net holds of m on the mesh's comms (which are still open). */
+static void cs_net_dereg(cs_comm_t *c, cs_mr_t *m) {
+  if (!m->net_mh) return;
+  size_t per = (size_t)c->nranks * CS_LANES;
+  for (size_t i = 0; i < 2 * per; i++) {
+    void *comm = i < per ? c->send[i] : c->recv[i - per];
+    if (m->net_mh[i] && comm && c->net->deregMr) c->net->deregMr(comm, m->net_mh[i]);
+  }
+  free(m->net_mh);
+  m->net_mh = NULL;
+  m->net_ok = false;
+}
+
+/* Registers m's range with the net on every comm of the mesh; on any refusal undoes what was done
+ * and leaves m for staging (an INFO, not an error: the collectives still work). */
+static void cs_net_reg(cs_comm_t *c, cs_mr_t *m) {
+  bool direct = true;
+  if (strand_param_get_bool("STRAND_COLLNET_DIRECT", &direct) != STRAND_SUCCESS) direct = true;
+  if (!direct) return;
+  size_t per = (size_t)c->nranks * CS_LANES;
+  m->net_mh = calloc(2 * per, sizeof(void *));
+  if (!m->net_mh) return;
+  for (size_t i = 0; i < 2 * per; i++) {
+    void *comm = i < per ? c->send[i] : c->recv[i - per];
+    if (!comm || !c->net->regMr || !m->size) continue;
+    strand_result_t rc = c->net->regMr(comm, m->base, m->size, STRAND_PTR_HOST, &m->net_mh[i]);
+    if (rc != STRAND_SUCCESS) {
+      m->net_mh[i] = NULL;
+      STRAND_INFO(STRAND_SUBSYS_NET, "collnet_stub regMr(rank %d/%d): the net's regMr of %zu bytes at %p "
+                  "returned %d; collectives on this buffer are staged through the arena", c->rank,
+                  c->nranks, m->size, m->base, (int)rc);
+      cs_net_dereg(c, m);
+      return;
+    }
+  }
+  m->net_ok = true;
+}
 
 static strand_result_t cs_reg_common(cs_comm_t *c, const char *call, void *data, size_t size, int type,
                                      void **mhandle) {
@@ -24,6 +65,7 @@ static strand_result_t cs_reg_common(cs_comm_t *c, const char *call, void *data,
   cs_mr_t *m = calloc(1, sizeof *m);
   if (!m) return STRAND_SYSTEM_ERROR;
   *m = (cs_mr_t){.magic = CS_MR_MAGIC, .base = data, .size = size, .next = c->mrs};
+  cs_net_reg(c, m);
   c->mrs = m;
   *mhandle = m;
   return STRAND_SUCCESS;
@@ -67,6 +109,7 @@ strand_result_t cs_dereg_mr(void *collComm, void *mhandle) {
     if (*pp == mhandle) {
       cs_mr_t *m = *pp;
       *pp = m->next;
+      cs_net_dereg(c, m);
       m->magic = 0;
       free(m);
       return STRAND_SUCCESS;
@@ -79,8 +122,20 @@ strand_result_t cs_dereg_mr(void *collComm, void *mhandle) {
 void cs_mr_free_all(cs_comm_t *c) {
   for (cs_mr_t *m = c->mrs, *nx; m; m = nx) {
     nx = m->next;
+    cs_net_dereg(c, m);
     m->magic = 0;
     free(m);
   }
   c->mrs = NULL;
+}
+
+const cs_mr_t *cs_mr_direct(const cs_comm_t *c, void *mhandle, const void *p, size_t len) {
+  if (!mhandle || !p) return NULL;
+  for (const cs_mr_t *m = c->mrs; m; m = m->next) /* a stale or foreign handle is never read */
+    if (m == mhandle)
+      return m->net_ok && (const char *)p >= (const char *)m->base &&
+                     (size_t)((const char *)p - (const char *)m->base) + len <= m->size
+                 ? m
+                 : NULL;
+  return NULL;
 }

@@ -26,6 +26,10 @@ static const strand_param_def_t cs_params[] = {
                      "helper threads per collComm for staging copies and reductions (-1 = auto: 4 "
                      "on machines with 5 or more CPUs, else 0; 0 = all on NCCL's CollNet proxy "
                      "thread)"),
+    STRAND_PARAM_BOOL("STRAND_COLLNET_DIRECT", NULL, true,
+                      "all-reduce on registered buffers sends from and receives into them without "
+                      "staging copies (the buffers are registered with the net too); 0 = stage every "
+                      "byte through the collComm's arena"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()

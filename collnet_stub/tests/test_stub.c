@@ -505,6 +505,12 @@ static void *rank_main(void *arg) {
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT8_E4M3, STRAND_MAX, 65537, salt++, false);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_BFLOAT16, STRAND_MIN, 333333, salt++, false);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT64, STRAND_SUM, 200001, salt++, false);
+  /* Buffers without a registration the net holds go through the arena (staged), either side alone
+   * or both; the registered ones above go out of and land in user memory. */
+  allreduce(cc, NULL, NULL, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, 300001, salt++, false);
+  allreduce(cc, NULL, NULL, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, 300001, salt++, true);
+  allreduce(cc, smh, NULL, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, 4099, salt++, false);
+  allreduce(cc, NULL, rmh, send, recv, exp, rank, STRAND_INT32, STRAND_MAX, 300001, salt++, false);
 
   /* Several in flight (disjoint buffers), completed out of order. */
   {

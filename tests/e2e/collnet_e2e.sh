@@ -13,6 +13,18 @@
 #          CollNet and must not say "Cannot initialize CollNet"; the lines are printed.
 #   tests/e2e/collnet_e2e.sh bench   for N in E2E_COLLNET_NODES: ring vs CollNet all-reduce over
 #       strand-socket, 8 B .. 1 GiB (E2E_SIZES), both in one run (docs/benchmarks/collnet.md).
+#   tests/e2e/collnet_e2e.sh copies  2 ranks (NRANKS), E2E_ROUNDS (default 2) alternating rounds of
+#       ring / CollNet as built from git rev E2E_COLLNET_OLD_REV (default main; needs git and that
+#       rev in this checkout, built with `git archive` into $E2E_BUILD-old) / CollNet of this tree,
+#       all-reduce at E2E_SIZES (default 32K,2M,16M,128M,1G), printing every CollNet run's
+#       `closing:` lines (where the stub's time went); without git (or the rev) the old column is
+#       this tree with STRAND_COLLNET_DIRECT=0 (every byte staged, as before the no-copy path);
+#       E2E_COLLNET_OLD_SRC=DIR takes the old tree from DIR instead (e.g. a `git archive` made
+#       before the run, for a copy of the tree without .git). E2E_COLLNET_VARIANT='-DNAME=V ...'
+#       adds a fourth configuration: this tree built with those C flags (e.g. -DCS_NSLOTS=16) into
+#       $E2E_BUILD-variant.
+#       Then, time permitting (E2E_BUDGET_S, default 200 s spent), the correctness check above at 2
+#       ranks. Exit 1 on a failed run or check.
 #
 # On one-GPU fake nodes NCCL 2.28 can only use CollNetChain, and only for all-reduce: all-gather and
 # reduce-scatter run as Ring there whatever the plugin offers (docs/plugins/collnet.md, "How NCCL
@@ -23,6 +35,71 @@ build=${E2E_BUILD:-$root/build-e2e}
 mode=${1:-check}
 collnet_env="NCCL_COLLNET_ENABLE=1 NCCL_NET_MERGE_LEVEL=LOC NCCL_ALGO=allreduce:CollNetChain"
 fail=0
+
+# The `copies` mode (see the top): ring vs the stub before vs the stub now, alternating.
+copies() {
+  local t0=$SECONDS rc=0 n=${NRANKS:-2} sizes=${E2E_SIZES:-32K,2M,16M,128M,1G}
+  local rev=${E2E_COLLNET_OLD_REV:-main} old_root="" old_build=$build-old
+  local cn="$collnet_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+  echo "# $(date -u +%FT%TZ) $(hostname): ring vs CollNet (old: $rev) vs CollNet (this tree), $n ranks"
+  if [[ -n ${E2E_COLLNET_OLD_SRC:-} ]]; then
+    old_root=$(cd "$E2E_COLLNET_OLD_SRC" && pwd)
+    echo "# old = the tree in $old_root, built in $old_build"
+  elif git -C "$root" rev-parse --verify -q "$rev^{commit}" >/dev/null 2>&1; then
+    old_root=$old_build/src
+    rm -rf "$old_root"
+    mkdir -p "$old_root"
+    git -C "$root" archive "$rev" | tar -x -C "$old_root"
+    echo "# old = $rev ($(git -C "$root" rev-parse --short "$rev")), built in $old_build"
+    echo "# new = this tree ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(git -C "$root" status --porcelain | wc -l) files changed)"
+  else
+    echo "# no git rev $rev here (no .git?): old = this tree with STRAND_COLLNET_DIRECT=0 (every byte staged)"
+  fi
+  for ((round = 1; round <= ${E2E_ROUNDS:-2}; round++)); do
+    echo "## round $round: ring"
+    E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "NCCL_ALGO=allreduce:Ring" || rc=1
+    echo "## round $round: CollNet old"
+    if [[ -n $old_root ]]; then
+      E2E_BUILD=$old_build/build E2E_SIZES=$sizes NRANKS=$n "$old_root/tests/e2e/run_e2e.sh" sweep "$cn" || rc=1
+      grep -h 'closing:' "$old_build"/build/log.sweep.rank* | sed 's/.*collnet_stub: /# old: /' || true
+    else
+      E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$cn STRAND_COLLNET_DIRECT=0" || rc=1
+      grep -h 'closing:' "$build"/log.sweep.rank* | sed 's/.*collnet_stub: /# old: /' || true
+    fi
+    echo "## round $round: CollNet new"
+    E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$cn" || rc=1
+    grep -h 'closing:' "$build"/log.sweep.rank* | sed 's/.*collnet_stub: /# new: /' || true
+    if [[ -n ${E2E_COLLNET_VARIANT:-} ]]; then
+      local vb=$build-variant
+      if [[ ! -f $vb/build.ninja ]]; then
+        mkdir -p "$vb"
+        local meson=(meson)
+        command -v meson >/dev/null 2>&1 || meson=(python3 -m mesonbuild.mesonmain)
+        "${meson[@]}" setup "$vb" "$root" -Dtests=false -Dbuildtype=release \
+          "-Dc_args=$E2E_COLLNET_VARIANT" >"$vb/meson-setup.log" 2>&1 || { cat "$vb/meson-setup.log"; rc=1; }
+      fi
+      echo "## round $round: CollNet new, built with $E2E_COLLNET_VARIANT"
+      E2E_BUILD=$vb E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$cn" || rc=1
+      grep -h 'closing:' "$vb"/log.sweep.rank* | sed 's/.*collnet_stub: /# variant: /' || true
+    fi
+    echo "# $((SECONDS - t0)) s so far"
+  done
+  if ((SECONDS - t0 < ${E2E_BUDGET_S:-200})); then
+    echo "## correctness: every all-reduce result checked with CollNetChain forced, $n ranks"
+    # shellcheck disable=SC2086
+    env $collnet_env E2E_REF_ENV="NCCL_COLLNET_ENABLE=0 NCCL_ALGO=allreduce:Ring" NRANKS="$n" \
+      "$root/tests/e2e/run_e2e.sh" check || rc=1
+  else
+    echo "# correctness check skipped: $((SECONDS - t0)) s spent (E2E_BUDGET_S)"
+  fi
+  echo "# $((SECONDS - t0)) s in all, exit $rc"
+  return $rc
+}
+
+if [[ $mode == copies ]]; then
+  copies || exit 1
+  exit 0
+fi
 for nodes in ${E2E_COLLNET_NODES:-2 4}; do
   case "$mode" in
     check)
@@ -57,7 +134,7 @@ for nodes in ${E2E_COLLNET_NODES:-2 4}; do
         "$root/tests/e2e/run_e2e.sh" sweep "NCCL_ALGO=allreduce:Ring" "$collnet_env" || fail=1
       ;;
     *)
-      echo "usage: $0 check|bench" >&2
+      echo "usage: $0 check|bench|copies" >&2
       exit 2
       ;;
   esac
