@@ -273,7 +273,8 @@ static strand_result_t discover(void) {
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
                 "ofi_rxm eager limit %s bytes (%s)", eager ? eager : RXM_EAGER_BYTES,
                 eager ? "the user's FI_OFI_RXM_EAGER_LIMIT"
-                      : "strand-ofi's default, set for its fi_endpoint calls only; honoured over tcp");
+                      : "strand-ofi's default, set for its fi_endpoint calls only; "
+                        "honoured over tcp");
   }
 
   bool want_hmem = ofi_params.hmem && cuda_present();
