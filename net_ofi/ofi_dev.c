@@ -182,30 +182,70 @@ static strand_result_t add_rails(ofi_dev_t *d) {
   return STRAND_SUCCESS;
 }
 
+/* libfabric has no call for a provider's settings: it reads them with getenv, some in the process's
+ * first fi_getinfo, others at every fi_endpoint. strand-ofi gives a few of them its own default by
+ * putting the value into the environment for exactly that call, only when the user has not set the
+ * variable (the user's value always wins), and removing it right after, so the environment is as it
+ * was (strand-conform's life.init-env-unchanged). setenv appends the variable at the end and
+ * unsetenv removes it from there, so no other entry moves under a concurrent getenv, and glibc
+ * grows its copy of the array only when another variable was added meanwhile. env_lock keeps our
+ * own set/call/unset sequences apart (several rails may open endpoints at once). */
+typedef struct {
+  const char *var;
+  bool set_here;
+} env_default_t;
+
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void env_default_push(env_default_t *e, const char *var, const char *value) {
+  pthread_mutex_lock(&env_lock);
+  e->var = var;
+  e->set_here = !getenv(var) && setenv(var, value, 0) == 0;
+}
+
+static void env_default_pop(env_default_t *e) {
+  if (e->set_here) unsetenv(e->var);
+  pthread_mutex_unlock(&env_lock);
+}
+
 /* ofi_rxm runs its connection manager from the data progress path at most once per
  * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds (libfabric's default: 10000), and the tcp provider
  * (1.17) takes one queued TCP connection off its listening socket per such pass. So every
  * connection queued ahead of a legitimate peer's (silent strangers, scanners that already left)
  * costs that peer 10 ms of the listener's calls: 800 strangers that arrived while nobody called
  * kept a peer out for > 8 s, past the connect bound (issue 23). At 100 us the queue drains up to
- * 100 times faster (measured: those 800 in 1.0 s) for a pass per 100 us of polling. Only a
- * default: a value the user set wins. libfabric reads its providers' variables once, in the first
- * fi_getinfo of the process, so the variable is set for that call only and removed again: init
- * leaves the environment as it found it (strand-conform's life.init-env-unchanged). */
+ * 100 times faster (measured: those 800 in 1.0 s) for a pass per 100 us of polling. Read in the
+ * process's first fi_getinfo. */
 static const char RXM_CM_INTERVAL_VAR[] = "FI_OFI_RXM_CM_PROGRESS_INTERVAL";
 static const char RXM_CM_INTERVAL_US[] = "100";
+
+/* Over tcp, ofi_rxm sends every tagged message above its eager limit (16 KiB unless set) by
+ * rendezvous: header, the receiver's read request, the data, "read done" — three one-way trips
+ * where eager has one, two of them waiting for the other side's next progress call (its SAR
+ * protocol is off whenever the core provider offers dynamic receive buffers, as tcp does). NCCL's
+ * steps are up to 512 KiB (NCCL_BUFFSIZE / NCCL_STEPS), so all its mid-size and large transfers
+ * paid it (docs/benchmarks/ofi.md, "ofi_rxm's protocol by message size"). FI_OFI_RXM_EAGER_LIMIT
+ * raises the eager limit without enlarging ofi_rxm's buffer pools (FI_OFI_RXM_BUFFER_SIZE would);
+ * ofi_rxm honours it only with direct send and dynamic receive buffers (tcp), and reads it in
+ * fi_endpoint. */
+static const char RXM_EAGER_VAR[] = "FI_OFI_RXM_EAGER_LIMIT";
+static const char RXM_EAGER_BYTES[] = "524288";
+
+static bool provider_is_rxm(void) { return strstr(chosen_provider, "ofi_rxm") != NULL; }
 
 static strand_result_t discover(void) {
   char user_value[32] = "";
   const char *env = getenv(RXM_CM_INTERVAL_VAR);
   if (env) snprintf(user_value, sizeof user_value, "%s", env);
   const char *user_interval = env ? user_value : NULL;
-  const bool set_here = !env && setenv(RXM_CM_INTERVAL_VAR, RXM_CM_INTERVAL_US, 0) == 0;
+  env_default_t cm;
+  env_default_push(&cm, RXM_CM_INTERVAL_VAR, RXM_CM_INTERVAL_US);
+  const bool set_here = cm.set_here;
   struct fi_info *hints = make_hints(false);
   int rc = hints ? fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0,
                               hints, &all_infos)
                  : -FI_ENOMEM;
-  if (set_here) unsetenv(RXM_CM_INTERVAL_VAR);
+  env_default_pop(&cm);
   if (!hints) return STRAND_SYSTEM_ERROR;
   fi_freeinfo(hints);
   const char *fi_prov = getenv("FI_PROVIDER");
@@ -228,6 +268,14 @@ static strand_result_t discover(void) {
                 user_interval ? "the user's FI_OFI_RXM_CM_PROGRESS_INTERVAL"
                               : "strand-ofi's default; libfabric initialised earlier in this "
                                 "process keeps its own");
+  if (provider_is_rxm()) {
+    const char *eager = getenv(RXM_EAGER_VAR);
+    STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+                "ofi_rxm eager limit %s bytes (%s)", eager ? eager : RXM_EAGER_BYTES,
+                eager ? "the user's FI_OFI_RXM_EAGER_LIMIT"
+                      : "strand-ofi's default, set for its fi_endpoint calls only; "
+                        "honoured over tcp");
+  }
 
   bool want_hmem = ofi_params.hmem && cuda_present();
   if (want_hmem) {
@@ -364,7 +412,11 @@ strand_result_t ofi_dev_open(ofi_dev_t *d) {
   OFI_CHECK(fi_domain(d->fabric, d->info, &d->domain, NULL), "fi_domain");
   OFI_CHECK(fi_cq_open(d->domain, &cq_attr, &d->cq, NULL), "fi_cq_open");
   OFI_CHECK(fi_av_open(d->domain, &av_attr, &d->av, NULL), "fi_av_open");
-  OFI_CHECK(fi_endpoint(d->domain, d->info, &d->ep, NULL), "fi_endpoint");
+  env_default_t eager = {0};
+  if (provider_is_rxm()) env_default_push(&eager, RXM_EAGER_VAR, RXM_EAGER_BYTES);
+  int ep_rc = fi_endpoint(d->domain, d->info, &d->ep, NULL);
+  if (provider_is_rxm()) env_default_pop(&eager);
+  OFI_CHECK(ep_rc, "fi_endpoint");
   OFI_CHECK(fi_ep_bind(d->ep, &d->av->fid, 0), "fi_ep_bind(av)");
   OFI_CHECK(fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
   OFI_CHECK(fi_enable(d->ep), "fi_enable");

@@ -84,8 +84,16 @@ static int transfer(pair_t *p, size_t size, unsigned seed) {
 
 static int test_sizes(void) {
   pair_t p;
+  /* strand-ofi gives ofi_rxm its eager limit only for the fi_endpoint calls of the first listen
+   * and connect (ofi_dev.c): afterwards the environment is as it was. */
+  const char *eager_before = getenv("FI_OFI_RXM_EAGER_LIMIT");
   if (connect_pair(0, &p)) return -1;
-  size_t sizes[] = {0, 1, 63, 64, 65, 4095, 4097, 65536, 1 << 20, (8 << 20) + 3};
+  PT_CHECK((getenv("FI_OFI_RXM_EAGER_LIMIT") == NULL) == (eager_before == NULL),
+           "opening endpoints left FI_OFI_RXM_EAGER_LIMIT %s in the environment",
+           eager_before ? "removed" : "set");
+  /* 512 KiB and one byte more: the last eager and the first rendezvous size of tcp;ofi_rxm with
+   * strand-ofi's default eager limit. */
+  size_t sizes[] = {0, 1, 63, 64, 65, 4095, 4097, 65536, 524288, 524289, 1 << 20, (8 << 20) + 3};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
     if (transfer(&p, sizes[k], (unsigned)k)) return -1;
   close_pair(&p);
