@@ -240,7 +240,6 @@ static strand_result_t discover(void) {
   const char *user_interval = env ? user_value : NULL;
   env_default_t cm;
   env_default_push(&cm, RXM_CM_INTERVAL_VAR, RXM_CM_INTERVAL_US);
-  const bool set_here = cm.set_here;
   struct fi_info *hints = make_hints(false);
   int rc = hints ? fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0,
                               hints, &all_infos)
@@ -261,7 +260,7 @@ static strand_result_t discover(void) {
     if (!provider_is_loopback_only(i->fabric_attr->prov_name)) pick = i;
   if (!pick) pick = all_infos;
   snprintf(chosen_provider, sizeof chosen_provider, "%s", pick->fabric_attr->prov_name);
-  if (strstr(chosen_provider, "ofi_rxm") && (user_interval || set_here))
+  if (provider_is_rxm() && (user_interval || cm.set_here))
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
                 "ofi_rxm connection manager pass at most every %s us (%s)",
                 user_interval ? user_interval : RXM_CM_INTERVAL_US,
@@ -412,10 +411,11 @@ strand_result_t ofi_dev_open(ofi_dev_t *d) {
   OFI_CHECK(fi_domain(d->fabric, d->info, &d->domain, NULL), "fi_domain");
   OFI_CHECK(fi_cq_open(d->domain, &cq_attr, &d->cq, NULL), "fi_cq_open");
   OFI_CHECK(fi_av_open(d->domain, &av_attr, &d->av, NULL), "fi_av_open");
+  const bool rxm = provider_is_rxm();
   env_default_t eager = {0};
-  if (provider_is_rxm()) env_default_push(&eager, RXM_EAGER_VAR, RXM_EAGER_BYTES);
+  if (rxm) env_default_push(&eager, RXM_EAGER_VAR, RXM_EAGER_BYTES);
   int ep_rc = fi_endpoint(d->domain, d->info, &d->ep, NULL);
-  if (provider_is_rxm()) env_default_pop(&eager);
+  if (rxm) env_default_pop(&eager);
   OFI_CHECK(ep_rc, "fi_endpoint");
   OFI_CHECK(fi_ep_bind(d->ep, &d->av->fid, 0), "fi_ep_bind(av)");
   OFI_CHECK(fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
