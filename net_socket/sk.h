@@ -3,7 +3,9 @@
  * Shape of one NCCL connection (a sendComm on one side, a recvComm on the other):
  *   - one control stream, driven only by the proxy thread from isend/irecv/test. It carries the
  *     receiver's "clear to send" (CTS) for every posted receive, the sender's per-message header,
- *     and small messages inline after that header (latency: no thread hand-off at all);
+ *     and small messages inline after that header (latency: no thread hand-off, except that with
+ *     STRAND_SOCKET_HANDOFF a worker that is already spinning makes the small writes, so the proxy
+ *     does not wait in the loopback sendmsg: sk_handoff.c);
  *   - nstreams data streams carrying the chunks of large messages. With worker threads
  *     (nthreads > 0) each data stream belongs to one epoll worker of a process-wide pool; with
  *     nthreads == 0 the proxy thread moves the chunks itself from test() (small machines, where a
