@@ -94,11 +94,12 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_YIELD", NULL, SK_AUTO, SK_AUTO, 1,
                      "sched_yield() when test() finds a request not done (-2 = auto: only when "
                      "the proxy thread moves the data, i.e. nthreads 0)"),
-    STRAND_PARAM_ENUM("STRAND_SOCKET_HANDOFF", NULL, "auto", STRAND_PARAM_CHOICES("auto", "1", "0"),
+    STRAND_PARAM_ENUM("STRAND_SOCKET_HANDOFF", NULL, "0", STRAND_PARAM_CHOICES("auto", "1", "0"),
                       "small control-stream writes (eager messages, CTS, credits) are handed to "
                       "a worker thread that is spinning, so the proxy thread returns from isend "
-                      "at once (auto = on with worker threads and at least 16 CPUs; 1 needs "
-                      "worker threads; 0 = the proxy thread writes them itself)"),
+                      "at once (0 = the proxy thread writes them itself, the default: not faster "
+                      "on 4 H200s yet; 1 needs worker threads; auto = on with worker threads and "
+                      "at least 16 CPUs)"),
     STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_SPIN_US", NULL, 50, 1, 1000000,
                      "hand-off: microseconds a worker keeps spinning after its last control "
                      "write before it sleeps (the proxy writes itself while it sleeps)"),
@@ -271,10 +272,11 @@ static strand_result_t peer_timeout(sk_config_t *cfg) {
   return STRAND_SUCCESS;
 }
 
-/* STRAND_SOCKET_HANDOFF. A worker that takes control writes spins after each one, so by default
- * the hand-off is on only where cores are plentiful (16 or more) and workers exist: on a 2-core CI
- * machine a spinning worker would take the core the proxy thread needs. Forced on without workers
- * there is nobody to hand to: a WARN, and the proxy writes as before. */
+/* STRAND_SOCKET_HANDOFF. Off by default: on 4 H200s (2026-11-28, docs/benchmarks/socket.md) it
+ * was not faster than the proxy writing itself. A worker that takes control writes spins after
+ * each one, so auto turns it on only where cores are plentiful (16 or more) and workers exist: on
+ * a 2-core CI machine a spinning worker would take the core the proxy thread needs. Forced on
+ * without workers there is nobody to hand to: a WARN, and the proxy writes as before. */
 #define SK_HANDOFF_AUTO_MIN_CPUS 16
 static strand_result_t handoff_config(sk_config_t *cfg, int ncpus) {
   int which = 0;
