@@ -427,6 +427,37 @@ static void test_handoff_close_with_queue(void **state) {
   comm_close(p.r);
 }
 
+/* STRAND_SOCKET_HANDOFF as read at init: off by default; auto only with workers and >= 16 CPUs;
+ * 1 without workers is a WARN and off (nobody to hand to). Restores this group's settings. */
+/* The registry keeps values once read: read the environment again, then load. */
+static strand_result_t load_config(int speed, int ncpus) {
+  strand_params_reread_for_test();
+  return sk_config_load(speed, ncpus);
+}
+
+static void test_handoff_config(void **state) {
+  (void)state;
+  assert_int_equal(load_config(-1, 64), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
+  setenv("STRAND_SOCKET_HANDOFF", "1", 1);
+  assert_int_equal(load_config(-1, 64), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff); /* NTHREADS=0 here */
+  setenv("STRAND_SOCKET_NTHREADS", "4", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_true(sk_config()->handoff);
+  setenv("STRAND_SOCKET_HANDOFF", "auto", 1);
+  assert_int_equal(load_config(-1, 8), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
+  assert_int_equal(load_config(-1, 16), STRAND_SUCCESS);
+  assert_true(sk_config()->handoff);
+  setenv("STRAND_SOCKET_HANDOFF", "yes", 1);
+  assert_int_not_equal(load_config(-1, 16), STRAND_SUCCESS);
+  unsetenv("STRAND_SOCKET_HANDOFF");
+  setenv("STRAND_SOCKET_NTHREADS", "0", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
+}
+
 static int setup(void **state) {
   (void)state;
   setenv("STRAND_SOCKET_NTHREADS", "0", 1);
@@ -460,6 +491,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_cts_per_receive),
       cmocka_unit_test(test_credits_exhausted),
       cmocka_unit_test(test_eager_oversize),
+      cmocka_unit_test(test_handoff_config),
   };
   if (argc > 1 && strcmp(argv[1], "handoff") == 0) {
     const struct CMUnitTest handoff[] = {
