@@ -116,6 +116,8 @@ typedef struct {
   bool handoff;            /* STRAND_SOCKET_HANDOFF: small control writes go to a spinning worker */
   int handoff_spin_us;     /* STRAND_SOCKET_HANDOFF_SPIN_US: how long a worker spins after its last
                             * control write before it sleeps */
+  size_t handoff_min;      /* STRAND_SOCKET_HANDOFF_MIN_BYTES: smaller control writes stay with
+                            * the proxy (0 = every write up to SK_HANDOFF_MAX is handed over) */
   const char *handoff_src; /* how handoff was chosen, for the INFO line */
   bool tuner_enabled;      /* STRAND_SOCKET_TUNER: the tuner may change NCCL's channel counts */
   sk_tuner_policy_t tuner_policy; /* STRAND_SOCKET_TUNER_CHANNELS, parsed */
@@ -261,6 +263,7 @@ typedef struct sk_comm {
    * those a worker wrote; sk_xfer.c ctrl_written adds both) */
   uint64_t tx_accepted, tx_written;
   sk_handoff_t *handoff;           /* NULL: the proxy writes every control byte itself */
+  size_t handoff_min;              /* control writes below this stay with the proxy */
   struct sk_worker *ctrl_worker;   /* the worker that drains handoff (set by sk_workers_attach) */
   uint8_t *rx;
   size_t rx_len, rx_cap;

@@ -103,6 +103,9 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_SPIN_US", NULL, 50, 1, 1000000,
                      "hand-off: microseconds a worker keeps spinning after its last control "
                      "write before it sleeps (the proxy writes itself while it sleeps)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_MIN_BYTES", NULL, 0, 0, SK_HANDOFF_MAX,
+                     "hand-off: control writes (header + payload) smaller than this stay with the "
+                     "proxy thread, larger ones go to the worker (0 = all)"),
     STRAND_PARAM_INT("STRAND_SOCKET_ZEROCOPY_THRESHOLD", NULL, 0, 0, SK_MAX_CHUNK,
                      "MSG_ZEROCOPY for data chunks of at least this many bytes (0 = off; chunks "
                      "are at most 1 MiB); streams whose sends the kernel copies anyway drop it"),
@@ -299,6 +302,8 @@ static strand_result_t handoff_config(sk_config_t *cfg, int ncpus) {
   int64_t v = 0;
   if ((rc = get_int("STRAND_SOCKET_HANDOFF_SPIN_US", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->handoff_spin_us = (int)v;
+  if ((rc = get_int("STRAND_SOCKET_HANDOFF_MIN_BYTES", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->handoff_min = (size_t)v;
   return STRAND_SUCCESS;
 }
 

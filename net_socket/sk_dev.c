@@ -49,10 +49,10 @@ static void log_setup(void) {
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "using %d worker threads (%s), %d data streams per connection "
               "(%s), inline <= %zu B, eager <= %zu B, chunks >= %zu B, %s, control hand-off "
-              "%s (%s, spin %d us), %d CPUs",
+              "%s (%s, spin %d us, writes >= %zu B), %d CPUs",
               cfg->nthreads, cfg->nthreads_src, cfg->nstreams, cfg->nstreams_src,
               cfg->inline_max, cfg->eager_max, cfg->min_chunk, zc, cfg->handoff ? "on" : "off",
-              cfg->handoff_src, cfg->handoff_spin_us, strand_topo_num_cpus());
+              cfg->handoff_src, cfg->handoff_spin_us, cfg->handoff_min, strand_topo_num_cpus());
 }
 
 strand_result_t sk_dev_setup(void) {

@@ -359,6 +359,38 @@ static void test_handoff_write_error(void **state) {
   pair_close(p);
 }
 
+/* STRAND_SOCKET_HANDOFF_MIN_BYTES: with the worker spinning, writes below the minimum are made by
+ * the caller (nothing handed over), larger ones go to the worker; every message arrives in order
+ * either way, also when small and large ones alternate. */
+static void test_handoff_min_bytes(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  p.s->handoff_min = p.r->handoff_min = 1024;
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const uint8_t sched[2] = {0, 1};
+  const size_t small[1] = {8}, large[1] = {2048};
+  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, large, 1, sched); /* the worker spins */
+  wait_spinning(p.s);
+  uint64_t before = p.s->handoff->msgs;
+  for (int k = 0; k < 64; k++) run(p, rv, 1, mtag, small, 1, sched);
+  assert_int_equal(p.s->handoff->msgs, before); /* 24-byte writes stayed with the caller */
+  wait_spinning(p.s);
+  for (int k = 0; k < 16; k++) run(p, rv, 1, mtag, large, 1, sched);
+  assert_true(p.s->handoff->msgs > before);
+  const size_t mixed[4] = {8, 2048, 8, 2048};
+  recv_t rv4[4] = {{1, {0}, {0}}, {1, {0}, {0}}, {1, {0}, {0}}, {1, {0}, {0}}};
+  const int mtag4[4] = {0, 0, 0, 0};
+  const uint8_t sched8[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  for (int k = 0; k < 32; k++) {
+    recv_t r4[4];
+    memcpy(r4, rv4, sizeof r4);
+    assert_true(reference(r4, 4, mtag4, 4));
+    run(p, r4, 4, mtag4, mixed, 4, sched8);
+  }
+  pair_close(p);
+}
+
 typedef struct {
   sk_comm_t *r;
   void **req;
@@ -450,6 +482,11 @@ static void test_handoff_config(void **state) {
   assert_false(sk_config()->handoff);
   assert_int_equal(load_config(-1, 16), STRAND_SUCCESS);
   assert_true(sk_config()->handoff);
+  assert_int_equal(sk_config()->handoff_min, 0);
+  setenv("STRAND_SOCKET_HANDOFF_MIN_BYTES", "4096", 1);
+  assert_int_equal(load_config(-1, 16), STRAND_SUCCESS);
+  assert_int_equal(sk_config()->handoff_min, 4096);
+  unsetenv("STRAND_SOCKET_HANDOFF_MIN_BYTES");
   setenv("STRAND_SOCKET_HANDOFF", "yes", 1);
   assert_int_not_equal(load_config(-1, 16), STRAND_SUCCESS);
   unsetenv("STRAND_SOCKET_HANDOFF");
@@ -500,6 +537,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_eager_oversize),
         cmocka_unit_test(test_handoff_write_error),
         cmocka_unit_test(test_handoff_close_with_queue),
+        cmocka_unit_test(test_handoff_min_bytes),
     };
     return cmocka_run_group_tests_name("handoff", handoff, setup_handoff, teardown_handoff);
   }
