@@ -17,6 +17,8 @@
 #   tests/e2e/carry_softverbs.sh build          (where softverbs builds; carry .e2e-carry-softverbs)
 #   sudo tests/softverbs/bench_gpu.sh [ROUNDS]  (on the GPU machine)
 #
+# NRANKS (default 2): ranks of the all-reduce, one per GPU (needs that many GPUs); BENCH_RAW=0 leaves
+# out part 1 (its ceiling is between two processes; the tables then say "–" for it).
 # Needs root (sv-sysfs), two GPUs, .e2e-carry-softverbs (or E2E_SOFTVERBS_DIR) with sv_bench.
 # BENCH_BUDGET_S (default 240): no new round starts once this many seconds have passed since the
 # start (the table then says how many rounds it holds). Results and logs go to $OUT when set,
@@ -34,7 +36,8 @@ for f in libibverbs.so.1 libnccl-net-strand-ib.so sv_bench; do
 done
 [[ $(id -u) == 0 ]] || { echo "bench_gpu: must run as root (sv-sysfs)" >&2; exit 2; }
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-((ngpu >= 2)) || { echo "bench_gpu: needs two GPUs, found $ngpu" >&2; exit 2; }
+nranks=${NRANKS:-2}
+((ngpu >= nranks && nranks >= 2)) || { echo "bench_gpu: needs $nranks GPUs (NRANKS >= 2), found $ngpu" >&2; exit 2; }
 out=${OUT:-$root/build-e2e/bench-ib}
 mkdir -p "$out"
 start=$SECONDS
@@ -46,6 +49,7 @@ echo "# $(date -u +%FT%TZ) $(hostname): $(nproc) cores, $(nvidia-smi -L | head -
 echo "## 1. softverbs raw RDMA WRITE (sv_bench, depth 8 per QP; GB/s per direction)"
 raw=(host-1qp "" host-1qp-bidir "--bidir" host-4qp "--qps 4" host-4qp-bidir "--qps 4 --bidir"
      gpu-1qp "--gpu" gpu-1qp-bidir "--gpu --bidir")
+((${BENCH_RAW:-1})) || raw=()
 for ((i = 0; i < ${#raw[@]}; i += 2)); do
   # shellcheck disable=SC2086  # the options are a list
   if ! SOFTVERBS_NDEVS=1 LD_LIBRARY_PATH=$sv_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 40 \
@@ -68,9 +72,9 @@ cfgs=(builtin-host "$B $HOST" strand-host "$S $HOST" builtin-gdr "$B $GDR" stran
 # (every NET channel of the run must match; NCCL may print the device as 0 or 0(1))
 want=(builtin-host '^via NET/IB/[0-9()]+$' strand-host '^via NET/strand-ib/[0-9()]+$'
       builtin-gdr '^via NET/IB/[0-9()]+/GDRDMA$' strand-gdr '^via NET/strand-ib/[0-9()]+/GDRDMA$')
-export E2E_RANK_WRAP="$root/tests/softverbs/sv-sysfs --ndevs 1 --" NRANKS=2 E2E_SIZES=$sizes
+export E2E_RANK_WRAP="$root/tests/softverbs/sv-sysfs --ndevs 1 --" NRANKS=$nranks E2E_SIZES=$sizes
 build=${E2E_BUILD:-$root/build-e2e}
-echo "## 2. all-reduce over softverbs, 2 ranks, sizes $sizes, up to $rounds rounds (budget ${budget} s)"
+echo "## 2. all-reduce over softverbs, $nranks ranks, sizes $sizes, up to $rounds rounds (budget ${budget} s)"
 done_rounds=0
 for ((r = 1; r <= rounds; r++)); do
   if ((r > 1 && SECONDS - start > budget)); then
@@ -95,7 +99,7 @@ done
 echo "# total $((SECONDS - start)) s"
 
 # ---- 3. the tables
-python3 - "$out" "$done_rounds" "$root/tests/e2e" <<'PY' | tee "$out/table.md"
+python3 - "$out" "$done_rounds" "$root/tests/e2e" "$nranks" <<'PY' | tee "$out/table.md"
 # Medians over rounds, sizes and ratios: tests/e2e/rounds_table.py (shared with run_e2e.sh ofi-tune).
 import csv, os, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
@@ -127,9 +131,9 @@ print("\nCeiling for a 2-rank all-reduce (best per-direction figure with both di
 cfgs = ["builtin-host", "strand-host", "builtin-gdr", "strand-gdr"]
 data = load({c: [os.path.join(out, "sweep.%s.r%d.txt" % (c, r)) for r in range(1, rounds + 1)]
              for c in cfgs})
-print("All-reduce float sum, 2 ranks, median of %d rounds (time in µs below 1 MiB, busbw GB/s from "
+print("All-reduce float sum, %s ranks, median of %d rounds (time in µs below 1 MiB, busbw GB/s from "
       "1 MiB; ratio = strand-ib's speed over the built-in's; \"of raw\" = strand-ib busbw over "
-      "softverbs' ceiling above):\n" % rounds)
+      "softverbs' ceiling above):\n" % (sys.argv[4], rounds))
 print("| size | built-in IB, host | **strand-ib, host** | ratio | of raw | built-in IB, GDR | "
       "**strand-ib, GDR** | ratio | of raw |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
