@@ -3,7 +3,9 @@
  * Shape of one NCCL connection (a sendComm on one side, a recvComm on the other):
  *   - one control stream, driven only by the proxy thread from isend/irecv/test. It carries the
  *     receiver's "clear to send" (CTS) for every posted receive, the sender's per-message header,
- *     and small messages inline after that header (latency: no thread hand-off at all);
+ *     and small messages inline after that header (latency: no thread hand-off, except that with
+ *     STRAND_SOCKET_HANDOFF a worker that is already spinning makes the small writes, so the proxy
+ *     does not wait in the loopback sendmsg: sk_handoff.c);
  *   - nstreams data streams carrying the chunks of large messages. With worker threads
  *     (nthreads > 0) each data stream belongs to one epoll worker of a process-wide pool; with
  *     nthreads == 0 the proxy thread moves the chunks itself from test() (small machines, where a
@@ -22,6 +24,7 @@
  *   sk_xfer.c     isend / irecv / test / iflush, control stream, chunk scheduler
  *   sk_dev.c      interface discovery, speed / NUMA, worker start (global set-up and teardown)
  *   sk_worker.c   epoll worker threads
+ *   sk_handoff.c  the control-stream hand-off ring: small writes the proxy leaves to a worker
  *   sk_zerocopy.c MSG_ZEROCOPY: SO_ZEROCOPY and completion notifications
  *   sk_stream.c   moving chunks over one data stream; comm errors
  *   sk_unpack.c   unpack mode: receives land in a GPU-visible bounce arena, NCCL's kernel gathers
@@ -66,6 +69,13 @@
 #define SK_TUNER_AG_RING_RANGES 4
 /* Consecutive small messages after which the receiver stops announcing receives (no CTS). */
 #define SK_EAGER_QUIET_AFTER 4
+/* Control-stream hand-off (sk_handoff.c): ring bytes per connection, the largest control write
+ * handed to a worker (header + payload; larger ones the proxy writes itself), and how many workers
+ * of the pool take control rings (each spins for a while after its last control write, so the
+ * number of spinning threads per process stays small whatever the channel count). */
+#define SK_HANDOFF_RING 65536
+#define SK_HANDOFF_MAX 16448
+#define SK_HANDOFF_WORKERS 2
 
 /* ---------------------------------------------------------------------------------------------
  * Configuration, devices, contexts
@@ -103,6 +113,12 @@ typedef struct {
   bool unpack;             /* STRAND_SOCKET_UNPACK: report NCCL_NET_DEVICE_UNPACK (sk_unpack.c) */
   size_t unpack_arena;     /* bounce arena bytes per GPU per process */
   size_t unpack_record;    /* bytes per unpack record (multiple of 16) */
+  bool handoff;            /* STRAND_SOCKET_HANDOFF: small control writes go to a spinning worker */
+  int handoff_spin_us;     /* STRAND_SOCKET_HANDOFF_SPIN_US: how long a worker spins after its last
+                            * control write before it sleeps */
+  size_t handoff_min;      /* STRAND_SOCKET_HANDOFF_MIN_BYTES: smaller control writes stay with
+                            * the proxy (0 = every write up to SK_HANDOFF_MAX is handed over) */
+  const char *handoff_src; /* how handoff was chosen, for the INFO line */
   bool tuner_enabled;      /* STRAND_SOCKET_TUNER: the tuner may change NCCL's channel counts */
   sk_tuner_policy_t tuner_policy; /* STRAND_SOCKET_TUNER_CHANNELS, parsed */
 } sk_config_t;
@@ -212,6 +228,20 @@ typedef struct sk_stream {
   _Atomic bool eof;      /* orderly EOF at a chunk boundary */
 } sk_stream_t;
 
+/* Control bytes the proxy queued for a worker to write (sk_handoff.c): a single-producer (proxy)
+ * single-consumer (worker) byte ring. head and tail count bytes ever queued / ever written, so
+ * head == tail means the worker holds nothing of this connection and the proxy may write the
+ * socket itself. Only one thread writes the control socket at any time: the worker while the ring
+ * holds bytes, the proxy while it is empty (or once the connection is detached from workers). */
+typedef struct sk_handoff {
+  _Alignas(64) _Atomic uint64_t head; /* proxy */
+  _Alignas(64) _Atomic uint64_t tail; /* worker (the proxy after detach) */
+  uint64_t msgs;                      /* proxy: writes handed off, for the INFO line at close */
+  bool failed; /* writer: a write failed (comm error recorded); nothing more is written. Other
+                * errors of the comm do not stop the ring: it may carry the report of one */
+  uint8_t buf[SK_HANDOFF_RING];
+} sk_handoff_t;
+
 typedef struct sk_comm {
   int type; /* SK_COMM_SEND / SK_COMM_RECV */
   int dev;
@@ -229,7 +259,12 @@ typedef struct sk_comm {
   /* control stream, proxy thread only */
   uint8_t *tx;
   size_t tx_len, tx_off, tx_cap;
-  uint64_t tx_accepted, tx_written; /* control bytes ever accepted / handed to the kernel */
+  /* control bytes ever accepted / written by the proxy itself (the hand-off ring's tail counts
+   * those a worker wrote; sk_xfer.c ctrl_written adds both) */
+  uint64_t tx_accepted, tx_written;
+  sk_handoff_t *handoff;           /* NULL: the proxy writes every control byte itself */
+  size_t handoff_min;              /* control writes below this stay with the proxy */
+  struct sk_worker *ctrl_worker;   /* the worker that drains handoff (set by sk_workers_attach) */
   uint8_t *rx;
   size_t rx_len, rx_cap;
   size_t inline_max;
@@ -322,6 +357,19 @@ strand_result_t sk_errno_result(int err);
 const char *sk_errno_hint(int err);
 
 /* ---------------------------------------------------------------------------------------------
+ * sk_handoff.c: the control-stream hand-off ring (proxy puts, worker writes)
+ * ------------------------------------------------------------------------------------------- */
+/* Queues header + payload when the ring has room for both (false: no room, nothing queued). */
+bool sk_handoff_put(sk_handoff_t *h, const void *hdr, size_t hl, const void *payload, size_t pl);
+static inline bool sk_handoff_pending(sk_handoff_t *h) {
+  return h != NULL && atomic_load_explicit(&h->head, memory_order_acquire) !=
+                          atomic_load_explicit(&h->tail, memory_order_acquire);
+}
+/* Writes what the ring holds to the comm's control socket (the ring's one writer). Returns true
+ * when bytes moved; *blocked: the socket would block. A failed write records a comm error. */
+bool sk_handoff_write(sk_comm_t *c, bool *blocked);
+
+/* ---------------------------------------------------------------------------------------------
  * sk_zerocopy.c: asks the kernel for SO_ZEROCOPY on a send stream (set-up), and reads the stream's
  * completion notifications, releasing the chunks they cover (mover; false after a comm error)
  * ------------------------------------------------------------------------------------------- */
@@ -340,6 +388,15 @@ strand_result_t sk_workers_attach(sk_comm_t *comm);
 void sk_workers_detach(sk_comm_t *comm);
 /* Wakes the worker of a stream that just got chunks, if it is asleep. */
 void sk_worker_kick(struct sk_worker *w);
+/* Whether the worker is awake with no data to move (spinning after a control write): a control
+ * write handed to it now is picked up within a fraction of a microsecond. */
+bool sk_worker_idle_spinning(struct sk_worker *w);
+/* The proxy queued control bytes for w (ring published, then a full fence here): wakes it if it
+ * went to sleep meanwhile. */
+void sk_worker_handoff_queued(struct sk_worker *w);
+/* The proxy wrote a small control message itself: asks w to spin for the next ones (wakes it if
+ * it sleeps; costs nothing when it is already awake). */
+void sk_worker_want_spin(struct sk_worker *w);
 
 /* ---------------------------------------------------------------------------------------------
  * sk_dev.c: global set-up (interfaces, speed / NUMA, configuration, workers) and its reverse;

@@ -94,6 +94,18 @@ static const strand_param_def_t sk_params[] = {
     STRAND_PARAM_INT("STRAND_SOCKET_YIELD", NULL, SK_AUTO, SK_AUTO, 1,
                      "sched_yield() when test() finds a request not done (-2 = auto: only when "
                      "the proxy thread moves the data, i.e. nthreads 0)"),
+    STRAND_PARAM_ENUM("STRAND_SOCKET_HANDOFF", NULL, "0", STRAND_PARAM_CHOICES("auto", "1", "0"),
+                      "small control-stream writes (eager messages, CTS, credits) are handed to "
+                      "a worker thread that is spinning, so the proxy thread returns from isend "
+                      "at once (0 = the proxy thread writes them itself, the default: not faster "
+                      "on 4 H200s yet; 1 needs worker threads; auto = on with worker threads and "
+                      "at least 16 CPUs)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_SPIN_US", NULL, 50, 1, 1000000,
+                     "hand-off: microseconds a worker keeps spinning after its last control "
+                     "write before it sleeps (the proxy writes itself while it sleeps)"),
+    STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_MIN_BYTES", NULL, 0, 0, SK_HANDOFF_MAX,
+                     "hand-off: control writes (header + payload) smaller than this stay with the "
+                     "proxy thread, larger ones go to the worker (0 = all)"),
     STRAND_PARAM_INT("STRAND_SOCKET_ZEROCOPY_THRESHOLD", NULL, 0, 0, SK_MAX_CHUNK,
                      "MSG_ZEROCOPY for data chunks of at least this many bytes (0 = off; chunks "
                      "are at most 1 MiB); streams whose sends the kernel copies anyway drop it"),
@@ -263,6 +275,38 @@ static strand_result_t peer_timeout(sk_config_t *cfg) {
   return STRAND_SUCCESS;
 }
 
+/* STRAND_SOCKET_HANDOFF. Off by default: on 4 H200s (2026-11-28, docs/benchmarks/socket.md) it
+ * was not faster than the proxy writing itself. A worker that takes control writes spins after
+ * each one, so auto turns it on only where cores are plentiful (16 or more) and workers exist: on
+ * a 2-core CI machine a spinning worker would take the core the proxy thread needs. Forced on
+ * without workers there is nobody to hand to: a WARN, and the proxy writes as before. */
+#define SK_HANDOFF_AUTO_MIN_CPUS 16
+static strand_result_t handoff_config(sk_config_t *cfg, int ncpus) {
+  int which = 0;
+  const char *word = NULL;
+  strand_result_t rc = strand_param_get_enum("STRAND_SOCKET_HANDOFF", &which, &word);
+  if (rc != STRAND_SUCCESS) return rc;
+  if (which == 0) {
+    cfg->handoff = cfg->nthreads > 0 && ncpus >= SK_HANDOFF_AUTO_MIN_CPUS;
+    cfg->handoff_src = "auto";
+  } else {
+    cfg->handoff = which == 1;
+    cfg->handoff_src = "env";
+    if (cfg->handoff && cfg->nthreads == 0) {
+      STRAND_WARN("STRAND_SOCKET_HANDOFF=1 needs worker threads, but STRAND_SOCKET_NTHREADS is 0 "
+                  "(%s): the proxy thread writes the control stream itself",
+                  cfg->nthreads_src);
+      cfg->handoff = false;
+    }
+  }
+  int64_t v = 0;
+  if ((rc = get_int("STRAND_SOCKET_HANDOFF_SPIN_US", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->handoff_spin_us = (int)v;
+  if ((rc = get_int("STRAND_SOCKET_HANDOFF_MIN_BYTES", &v, NULL)) != STRAND_SUCCESS) return rc;
+  cfg->handoff_min = (size_t)v;
+  return STRAND_SUCCESS;
+}
+
 strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   sk_config_t *cfg = &g.cfg;
   strand_result_t rc = sk_params_register();
@@ -314,6 +358,7 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   bool env_yield = false;
   if ((rc = get_int("STRAND_SOCKET_YIELD", &v, &env_yield)) != STRAND_SUCCESS) return rc;
   cfg->yield = env_yield ? v == 1 : cfg->nthreads == 0;
+  if ((rc = handoff_config(cfg, ncpus)) != STRAND_SUCCESS) return rc;
   if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_THRESHOLD", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->zc_threshold = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT", &v, NULL)) != STRAND_SUCCESS) return rc;

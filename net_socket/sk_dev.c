@@ -48,9 +48,11 @@ static void log_setup(void) {
     snprintf(zc, sizeof zc, "zero-copy chunks >= %zu B", cfg->zc_threshold);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "using %d worker threads (%s), %d data streams per connection "
-              "(%s), inline <= %zu B, eager <= %zu B, chunks >= %zu B, %s, %d CPUs",
+              "(%s), inline <= %zu B, eager <= %zu B, chunks >= %zu B, %s, control hand-off "
+              "%s (%s, spin %d us, writes >= %zu B), %d CPUs",
               cfg->nthreads, cfg->nthreads_src, cfg->nstreams, cfg->nstreams_src,
-              cfg->inline_max, cfg->eager_max, cfg->min_chunk, zc, strand_topo_num_cpus());
+              cfg->inline_max, cfg->eager_max, cfg->min_chunk, zc, cfg->handoff ? "on" : "off",
+              cfg->handoff_src, cfg->handoff_spin_us, cfg->handoff_min, strand_topo_num_cpus());
 }
 
 strand_result_t sk_dev_setup(void) {

@@ -7,7 +7,12 @@
  * The reference is the rule itself over the whole sequences: each message, in send order, takes
  * the oldest receive with a free entry for its tag (any entry when the receive has one buffer).
  * Whether a message went eagerly or through a CTS, before or after its receive was posted, every
- * buffer must end up holding exactly the message the rule gives it. */
+ * buffer must end up holding exactly the message the rule gives it.
+ *
+ * Run with the argument "handoff" (meson: eager-handoff), the same scenarios run again with the
+ * control hand-off on (sk_handoff.c): one worker thread, attached to both comms, spinning for the
+ * whole run, so every control write goes through the hand-off ring; then the cases only it has:
+ * a write that fails on the worker, and a close with control bytes still in the ring. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -29,6 +36,16 @@ typedef struct {
   sk_comm_t *s, *r;
 } pair_t;
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Every wait below is bounded in time, not in rounds: with the hand-off a send completes when the
+ * worker has written it, and on a loaded CI machine the worker may wait for a core. */
+#define WAIT_S 20.0
+
 static pair_t pair_open(void) {
   int fds[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
@@ -41,15 +58,25 @@ static pair_t pair_open(void) {
     c[i]->ctrl_fd = fds[i];
     snprintf(c[i]->peer, sizeof c[i]->peer, "socketpair");
     assert_int_equal(sk_comm_init_data(c[i]), STRAND_SUCCESS);
+    /* hand-off runs: the worker takes the control ring (no data streams here) */
+    if (sk_workers_count() > 0) assert_int_equal(sk_workers_attach(c[i]), STRAND_SUCCESS);
+    assert_true((c[i]->handoff != NULL) == (sk_workers_count() > 0));
   }
   p.s = c[0];
   p.r = c[1];
   return p;
 }
 
+/* As a close does: take the comm from the worker, deliver what it still holds, free it. */
+static void comm_close(sk_comm_t *c) {
+  sk_workers_detach(c);
+  sk_comm_flush_ctrl(c, 2000);
+  sk_comm_free(c);
+}
+
 static void pair_close(pair_t p) {
-  sk_comm_free(p.s);
-  sk_comm_free(p.r);
+  comm_close(p.s);
+  comm_close(p.r);
 }
 
 typedef struct {
@@ -88,8 +115,9 @@ static void run(pair_t p, recv_t *rv, int nr, const int *mtag, const size_t *msi
   for (int m = 0; m < nm; m++)
     for (size_t i = 0; i < msize[m]; i++) sbuf[m][i] = pattern(m, i);
   int nr_posted = 0, ns_posted = 0, left = nr + nm;
+  const double t0 = now_s();
   for (int step = 0; left > 0; step++) {
-    assert_true(step < 100000);
+    assert_true(step < 1000 || now_s() - t0 < WAIT_S);
     if (step < nr + nm && sched[step] == 0) {
       void *d[3];
       size_t posted[3];
@@ -141,8 +169,11 @@ static void test_every_interleaving(void **state) {
   recv_t base[MAXR] = {{1, {0}, {0}}, {2, {1, 2}, {0}}, {1, {0}, {0}}, {3, {2, 1, 1}, {0}}};
   const int mtag[7] = {2, 1, 1, 2, 2, 1, 1};
   static const size_t kinds[3] = {8, 8193, 0};
+  /* With the hand-off (a worker thread in the loop, each run waits for it) three of the mixes,
+   * one per stride, keep the run short; the rule is the same. */
+  const bool handoff = sk_workers_count() > 0;
   int runs = 0;
-  for (unsigned mix = 0; mix < 9; mix++) {
+  for (unsigned mix = 0; mix < 9; mix += handoff ? 4 : 1) {
     size_t msize[7];
     for (int m = 0; m < 7; m++) msize[m] = kinds[(mix + (unsigned)m * (mix / 3 + 1)) % 3];
     for (unsigned bits = 0; bits < (1u << 11); bits++) {
@@ -156,7 +187,7 @@ static void test_every_interleaving(void **state) {
       runs++;
     }
   }
-  assert_int_equal(runs, 9 * 330);
+  assert_int_equal(runs, (handoff ? 3 : 9) * 330);
   assert_int_equal(p.r->nunexp, 0);
   pair_close(p);
 }
@@ -200,8 +231,9 @@ static void test_credits_exhausted(void **state) {
    * than the credits it granted. */
   bool sdone[N] = {false}, rdone[N] = {false};
   int nposted = 0;
+  const double t0 = now_s();
   for (int left = 2 * N, spins = 0; left > 0; spins++) {
-    assert_true(spins < 100000);
+    assert_true(spins < 1000 || now_s() - t0 < WAIT_S);
     if (nposted < N) {
       void *d = r[nposted];
       size_t posted = 8;
@@ -234,7 +266,8 @@ static void test_credits_exhausted(void **state) {
 }
 
 /* An eager message larger than its receive: the receiver fails (nothing copied), the sender's
- * next call fails too. */
+ * next calls fail too (it reads the receiver's report once it has to read the control stream:
+ * when its sends wait for credits). */
 static void test_eager_oversize(void **state) {
   (void)state;
   pair_t p = pair_open();
@@ -247,10 +280,11 @@ static void test_eager_oversize(void **state) {
   assert_int_equal(sk_isend(p.s, big, 8, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
   assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
   int done = 0;
-  for (int k = 0; k < 100 && !done; k++) assert_int_equal(sk_test(rreq, &done, NULL), 0);
+  double t0 = now_s();
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(rreq, &done, NULL), 0);
   assert_true(done);
   done = 0;
-  for (int k = 0; k < 100 && !done; k++) assert_int_equal(sk_test(sreq, &done, NULL), 0);
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(sreq, &done, NULL), 0);
   assert_true(done);
   memset(small, 0, sizeof small);
   sreq = NULL;
@@ -258,16 +292,207 @@ static void test_eager_oversize(void **state) {
   assert_non_null(sreq);
   assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
   strand_result_t rc = STRAND_SUCCESS;
-  for (int k = 0; k < 100 && rc == STRAND_SUCCESS; k++) rc = sk_test(rreq, &done, NULL);
+  while (rc == STRAND_SUCCESS && now_s() - t0 < WAIT_S) rc = sk_test(rreq, &done, NULL);
   assert_int_equal(rc, STRAND_INVALID_USAGE);
   assert_int_equal(small[0], 0);
+  /* keep sending (and testing what is still in flight) until the sender has read the report */
+  enum { MAXQ = SK_SEND_REQS };
+  static void *q[MAXQ];
+  int nq = 0;
   rc = STRAND_SUCCESS;
-  for (int k = 0; k < 100 && rc == STRAND_SUCCESS; k++) {
+  while (rc == STRAND_SUCCESS && now_s() - t0 < WAIT_S) {
     void *again = NULL;
     rc = sk_isend(p.s, big, 8, 0, NULL, NULL, &again);
+    if (again != NULL) q[nq++] = again;
+    for (int k = 0; k < nq && rc == STRAND_SUCCESS; k++) {
+      int dn = 0;
+      rc = sk_test(q[k], &dn, NULL);
+      if (dn) q[k--] = q[--nq];
+    }
   }
   assert_int_equal(rc, STRAND_INVALID_USAGE);
   pair_close(p);
+}
+
+/* ---- hand-off only ---------------------------------------------------------------------------- */
+
+/* The worker was asked to spin by an earlier control write: wait until it does, so that the next
+ * writes are handed over rather than written by the caller. */
+static void wait_spinning(sk_comm_t *c) {
+  const double t0 = now_s();
+  while (!sk_worker_idle_spinning(c->ctrl_worker) && now_s() - t0 < WAIT_S) usleep(100);
+  assert_true(sk_worker_idle_spinning(c->ctrl_worker));
+}
+
+/* The worker's write fails (the peer's socket is gone): the comm error comes back through the
+ * proxy's next isend or test, never a hang, and requests stuck in the ring never report done. */
+static void test_handoff_write_error(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  unsigned char buf[8] = {1};
+  /* one exchange first: credits read, the worker spinning */
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const size_t msize[1] = {8};
+  const uint8_t sched[2] = {0, 1};
+  for (int k = 0; k < 4; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  wait_spinning(p.s);
+  const uint64_t before = p.s->handoff->msgs;
+  close(p.r->ctrl_fd);
+  p.r->ctrl_fd = -1;
+  strand_result_t rc = STRAND_SUCCESS;
+  void *q[SK_SEND_REQS];
+  int nq = 0;
+  const double t0 = now_s();
+  while (rc == STRAND_SUCCESS && now_s() - t0 < WAIT_S) {
+    void *r = NULL;
+    rc = sk_isend(p.s, buf, sizeof buf, 0, NULL, NULL, &r);
+    if (r != NULL) q[nq++] = r;
+    for (int k = 0; k < nq && rc == STRAND_SUCCESS; k++) {
+      int done = 0;
+      rc = sk_test(q[k], &done, NULL);
+      if (done) q[k--] = q[--nq];
+    }
+  }
+  assert_true(rc == STRAND_REMOTE_ERROR || rc == STRAND_SYSTEM_ERROR);
+  assert_true(p.s->handoff->msgs > before);
+  pair_close(p);
+}
+
+/* STRAND_SOCKET_HANDOFF_MIN_BYTES: with the worker spinning, writes below the minimum are made by
+ * the caller (nothing handed over), larger ones go to the worker; every message arrives in order
+ * either way, also when small and large ones alternate. */
+static void test_handoff_min_bytes(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  p.s->handoff_min = p.r->handoff_min = 1024;
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const uint8_t sched[2] = {0, 1};
+  const size_t small[1] = {8}, large[1] = {2048};
+  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, large, 1, sched); /* the worker spins */
+  wait_spinning(p.s);
+  uint64_t before = p.s->handoff->msgs;
+  for (int k = 0; k < 64; k++) run(p, rv, 1, mtag, small, 1, sched);
+  assert_int_equal(p.s->handoff->msgs, before); /* 24-byte writes stayed with the caller */
+  wait_spinning(p.s);
+  for (int k = 0; k < 16; k++) run(p, rv, 1, mtag, large, 1, sched);
+  assert_true(p.s->handoff->msgs > before);
+  const size_t mixed[4] = {8, 2048, 8, 2048};
+  recv_t rv4[4] = {{1, {0}, {0}}, {1, {0}, {0}}, {1, {0}, {0}}, {1, {0}, {0}}};
+  const int mtag4[4] = {0, 0, 0, 0};
+  const uint8_t sched8[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  for (int k = 0; k < 32; k++) {
+    recv_t r4[4];
+    memcpy(r4, rv4, sizeof r4);
+    assert_true(reference(r4, 4, mtag4, 4));
+    run(p, r4, 4, mtag4, mixed, 4, sched8);
+  }
+  pair_close(p);
+}
+
+typedef struct {
+  sk_comm_t *r;
+  void **req;
+  int n;
+  int done;
+} drain_t;
+
+static void *drain_receives(void *arg) {
+  drain_t *dr = arg;
+  bool done[64] = {false};
+  const double t0 = now_s();
+  while (dr->done < dr->n && now_s() - t0 < WAIT_S) {
+    for (int m = 0; m < dr->n; m++) {
+      int d = 0;
+      if (done[m]) continue;
+      if (sk_test(dr->req[m], &d, NULL) != STRAND_SUCCESS) return NULL;
+      if (d) done[m] = true, dr->done++;
+    }
+  }
+  return NULL;
+}
+
+/* Close with control bytes still queued: the receiver does not read until the sender is closing,
+ * and the sender's socket buffer is tiny, so most of 30 eager messages are in the hand-off ring
+ * (or the proxy's queue behind it) when the close starts. The close takes the comm from the worker
+ * and writes the rest itself, within its bound: every message arrives intact, nothing leaks. */
+static void test_handoff_close_with_queue(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  int small = 2048;
+  assert_int_equal(setsockopt(p.s->ctrl_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+  assert_int_equal(setsockopt(p.r->ctrl_fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  enum { N = 30, LEN = 1024 }; /* N < half the credits: the receiver writes nothing back */
+  static unsigned char s[N][LEN], r[N][LEN];
+  void *sreq[N], *rreq[N];
+  for (int m = 0; m < N; m++) {
+    void *d = r[m];
+    size_t posted = LEN;
+    int tag = 3;
+    memset(r[m], 0, LEN);
+    memset(s[m], m + 1, LEN);
+    rreq[m] = NULL;
+    assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq[m]), STRAND_SUCCESS);
+    assert_non_null(rreq[m]);
+  }
+  wait_spinning(p.s); /* the receivers' CTS writes woke it */
+  for (int m = 0; m < N; m++) {
+    sreq[m] = NULL;
+    const double t0 = now_s();
+    while (sreq[m] == NULL && now_s() - t0 < WAIT_S)
+      assert_int_equal(sk_isend(p.s, s[m], LEN, 3, NULL, NULL, &sreq[m]), STRAND_SUCCESS);
+    assert_non_null(sreq[m]);
+  }
+  /* far more than the socket can hold is still queued on the sender's side */
+  assert_true(p.s->tx_accepted - p.s->tx_written - atomic_load(&p.s->handoff->tail) > 16384);
+  assert_true(p.s->handoff->msgs > 0);
+  drain_t dr = {.r = p.r, .req = rreq, .n = N};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, drain_receives, &dr), 0);
+  comm_close(p.s); /* requests still in flight: freed with the comm, as NCCL may do */
+  pthread_join(th, NULL);
+  assert_int_equal(dr.done, N);
+  for (int m = 0; m < N; m++)
+    for (int i = 0; i < LEN; i++)
+      if (r[m][i] != m + 1) fail_msg("receive %d byte %d holds %d", m, i, r[m][i]);
+  comm_close(p.r);
+}
+
+/* STRAND_SOCKET_HANDOFF as read at init: off by default; auto only with workers and >= 16 CPUs;
+ * 1 without workers is a WARN and off (nobody to hand to). Restores this group's settings. */
+/* The registry keeps values once read: read the environment again, then load. */
+static strand_result_t load_config(int speed, int ncpus) {
+  strand_params_reread_for_test();
+  return sk_config_load(speed, ncpus);
+}
+
+static void test_handoff_config(void **state) {
+  (void)state;
+  assert_int_equal(load_config(-1, 64), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
+  setenv("STRAND_SOCKET_HANDOFF", "1", 1);
+  assert_int_equal(load_config(-1, 64), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff); /* NTHREADS=0 here */
+  setenv("STRAND_SOCKET_NTHREADS", "4", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_true(sk_config()->handoff);
+  setenv("STRAND_SOCKET_HANDOFF", "auto", 1);
+  assert_int_equal(load_config(-1, 8), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
+  assert_int_equal(load_config(-1, 16), STRAND_SUCCESS);
+  assert_true(sk_config()->handoff);
+  assert_int_equal(sk_config()->handoff_min, 0);
+  setenv("STRAND_SOCKET_HANDOFF_MIN_BYTES", "4096", 1);
+  assert_int_equal(load_config(-1, 16), STRAND_SUCCESS);
+  assert_int_equal(sk_config()->handoff_min, 4096);
+  unsetenv("STRAND_SOCKET_HANDOFF_MIN_BYTES");
+  setenv("STRAND_SOCKET_HANDOFF", "yes", 1);
+  assert_int_not_equal(load_config(-1, 16), STRAND_SUCCESS);
+  unsetenv("STRAND_SOCKET_HANDOFF");
+  setenv("STRAND_SOCKET_NTHREADS", "0", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_false(sk_config()->handoff);
 }
 
 static int setup(void **state) {
@@ -278,12 +503,43 @@ static int setup(void **state) {
   return sk_config_load(-1, 2) == STRAND_SUCCESS ? 0 : -1;
 }
 
-int main(void) {
+/* One worker that, once a control write woke it, spins for 1 s after each one: every control
+ * write of these tests is handed over (sk_xfer.c writes itself only while the worker sleeps). */
+static int setup_handoff(void **state) {
+  (void)state;
+  setenv("STRAND_SOCKET_NTHREADS", "1", 1);
+  setenv("STRAND_SOCKET_HANDOFF", "1", 1);
+  setenv("STRAND_SOCKET_HANDOFF_SPIN_US", "1000000", 1);
+  setenv("STRAND_SOCKET_EAGER_BYTES", "8192", 1);
+  setenv("STRAND_SOCKET_INLINE", "16384", 1);
+  if (sk_config_load(-1, 2) != STRAND_SUCCESS || !sk_config()->handoff) return -1;
+  return sk_workers_start(1, -1) == STRAND_SUCCESS ? 0 : -1;
+}
+
+static int teardown_handoff(void **state) {
+  (void)state;
+  sk_workers_stop();
+  return 0;
+}
+
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_interleaving),
       cmocka_unit_test(test_no_cts_per_receive),
       cmocka_unit_test(test_credits_exhausted),
       cmocka_unit_test(test_eager_oversize),
+      cmocka_unit_test(test_handoff_config),
   };
+  if (argc > 1 && strcmp(argv[1], "handoff") == 0) {
+    const struct CMUnitTest handoff[] = {
+        cmocka_unit_test(test_every_interleaving),
+        cmocka_unit_test(test_credits_exhausted),
+        cmocka_unit_test(test_eager_oversize),
+        cmocka_unit_test(test_handoff_write_error),
+        cmocka_unit_test(test_handoff_close_with_queue),
+        cmocka_unit_test(test_handoff_min_bytes),
+    };
+    return cmocka_run_group_tests_name("handoff", handoff, setup_handoff, teardown_handoff);
+  }
   return cmocka_run_group_tests(tests, setup, NULL);
 }
