@@ -26,13 +26,15 @@
 /* Collectives a collComm accepts in flight; beyond that the call returns *request = NULL and NCCL
  * retries (spec §8.3). NCCL merges up to 8 channels' chunks into one call and keeps few in flight. */
 #define CS_MAX_INFLIGHT 16
-/* Chunk slots per collComm: how many chunks are staged at once. Two already overlap the
+/* Chunk slots per collComm: how many chunks are in flight at once. Two already overlap the
  * all-gather of one chunk with the reduce-scatter of the next; more let staging run ahead and,
  * with helper threads (cs_cpu.c), let that many chunks' copies and reductions run in parallel.
- * Overridable with -DCS_NSLOTS=n for measurements. */
+ * CS_NSLOTS is the default of STRAND_COLLNET_SLOTS (1..CS_MAX_SLOTS; -DCS_NSLOTS=n changes the
+ * default for measurements). Each slot costs 2 x nranks x (CS_HDR_BYTES + block) of arena. */
 #ifndef CS_NSLOTS
 #define CS_NSLOTS 8
 #endif
+#define CS_MAX_SLOTS 64
 /* A chunk's CPU work (staging copies, reduction) goes to a helper thread from this many bytes of
  * user data up; smaller chunks are done on the calling thread, where a hand-off would cost more
  * than the work. */
@@ -46,13 +48,14 @@
  * kind, so ranks that disagree about the collective still pair their first exchanges and see the
  * disagreement. */
 #define CS_LANES 2
-/* Bytes each rank exchanges with each peer per chunk: about CS_CHUNK_TARGET / nranks, within
- * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). */
+/* Bytes each rank exchanges with each peer per chunk: about the chunk target / nranks, within
+ * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). CS_CHUNK_TARGET is
+ * the default of STRAND_COLLNET_CHUNK_KB (in KiB there). */
 #ifndef CS_CHUNK_TARGET
 #define CS_CHUNK_TARGET (1u << 20)
 #endif
 #define CS_BLOCK_MIN (4u << 10)
-#define CS_BLOCK_MAX (512u << 10)
+#define CS_BLOCK_MAX (4u << 20)
 /* Bound on connect (building the mesh): every rank of the group must call connect within it. */
 #define CS_CONNECT_TIMEOUT_S 60.0
 /* Largest collective one call may carry, reported as maxCollBytes (test() reports an int size). */
@@ -148,11 +151,12 @@ typedef struct cs_comm {
   void **send, **recv;     /* send[j*CS_LANES+l] / recv[..]: lane l's net comms to / from rank j
                               (NULL at j = rank) */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
-  char *arena;             /* CS_NSLOTS x 2 x nranks x stride bytes, registered once per net comm */
+  char *arena;             /* nslots x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;
   size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
   uint64_t ncoll;          /* collectives issued so far; the next one's number */
-  cs_slot_t slots[CS_NSLOTS];
+  int nslots;              /* slots in use (STRAND_COLLNET_SLOTS) */
+  cs_slot_t slots[CS_MAX_SLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
   uint64_t next_seq[CS_LANES]; /* next turn handed out, per lane */

@@ -1,6 +1,6 @@
 /* collnet_stub: the collectives and their progress engine.
  *
- * A collective is cut into chunks; a chunk occupies one of the collComm's CS_NSLOTS staging slots
+ * A collective is cut into chunks; a chunk occupies one of the collComm's staging slots (STRAND_COLLNET_SLOTS)
  * (nranks blocks of comm->block bytes to send, nranks to receive) and runs one or two exchanges
  * over the mesh. An all-reduce whose buffers were registered (the net holds the registration too,
  * cs_mr.c) stages nothing: the reduce-scatter sends from the send buffer, the reduction writes
@@ -58,6 +58,8 @@ typedef struct {
   uint64_t coll;                  /* the collective's number on the collComm */
   uint64_t a, b, c;               /* allreduce: count, 0, 0; window collectives: bytesPerRank,
                                      windowOffset, windowBytes */
+  uint64_t block;                 /* the sender's block size (STRAND_COLLNET_CHUNK_KB / nranks):
+                                     ranks must cut chunks alike */
 } cs_wire_hdr_t;
 _Static_assert(sizeof(cs_wire_hdr_t) <= CS_HDR_BYTES, "the wire header fits its room");
 
@@ -89,7 +91,7 @@ typedef struct cs_req {
 
 void cs_coll_init_slots(cs_comm_t *c) {
   size_t n = (size_t)c->nranks;
-  for (int s = 0; s < CS_NSLOTS; s++) {
+  for (int s = 0; s < c->nslots; s++) {
     cs_slot_t *sl = &c->slots[s];
     sl->send = c->arena + (size_t)s * 2 * n * c->stride;
     sl->recv = sl->send + n * c->stride;
@@ -115,7 +117,7 @@ void cs_coll_init_slots(cs_comm_t *c) {
 }
 
 void cs_coll_free_slots(cs_comm_t *c) {
-  for (int s = 0; s < CS_NSLOTS; s++) {
+  for (int s = 0; s < c->nslots; s++) {
     cs_slot_t *sl = &c->slots[s];
     free(sl->slen);
     free(sl->rlen);
@@ -150,7 +152,7 @@ void cs_coll_drop_all(cs_comm_t *c) {
   }
   c->head = c->tail = NULL;
   c->inflight = 0;
-  for (int s = 0; s < CS_NSLOTS; s++) c->slots[s].req = NULL;
+  for (int s = 0; s < c->nslots; s++) c->slots[s].req = NULL;
 }
 
 /* Common entry checks; *request = NULL (retry) while the comm is full. */
@@ -430,6 +432,7 @@ static void cs_header_of(const cs_comm_t *c, const cs_slot_t *sl, int phase, cs_
   h->op = r->kind == CS_ALLGATHER ? 0xff : (uint8_t)r->op;
   h->turn = sl->seq[phase];
   h->coll = r->coll;
+  h->block = c->block;
   if (r->kind == CS_ALLREDUCE) {
     h->a = r->count;
   } else {
@@ -528,7 +531,7 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   while (r && r->next_chunk >= r->nchunks) r = r->next;
   if (!r) return STRAND_SUCCESS;
   cs_slot_t *sl = NULL;
-  for (int s = 0; s < CS_NSLOTS && !sl; s++)
+  for (int s = 0; s < c->nslots && !sl; s++)
     if (!c->slots[s].req) sl = &c->slots[s];
   if (!sl) return STRAND_SUCCESS;
   *assigned = true;
@@ -658,6 +661,13 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
       return STRAND_REMOTE_ERROR;
     }
     cs_describe(&peer, peer_s, sizeof peer_s);
+    if (peer.block != mine.block) {
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d cuts collectives into %llu-byte blocks, this "
+                  "rank into %zu (STRAND_COLLNET_CHUNK_KB must be the same on every rank); the "
+                  "collComm is unusable", sl->req->call, c->rank, c->nranks, j,
+                  (unsigned long long)peer.block, c->block);
+      return STRAND_INVALID_USAGE;
+    }
     if (agree)
       STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d is out of step: its message is collective #%llu "
                   "turn %llu with %zu bytes, this rank is at collective #%llu turn %llu expecting %zu "
@@ -734,7 +744,7 @@ static void cs_drain(cs_comm_t *c) {
   double until = strand_now_s() + CS_DRAIN_S;
   for (bool left = true; left && strand_now_s() < until;) {
     left = false;
-    for (int s = 0; s < CS_NSLOTS; s++) {
+    for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
       for (int q = 0; q < CS_MSGS * c->nranks; q++) {
@@ -846,14 +856,14 @@ static bool cs_slot_idle(cs_slot_t *sl) {
 
 /* One bounded round of progress over the whole collComm; *moved when anything was posted or done. */
 static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
-  for (int pass = 0; pass < 2 * CS_NSLOTS + 2; pass++) {
+  for (int pass = 0; pass < 2 * c->nslots + 2; pass++) {
     bool changed = false;
     for (bool assigned = true; assigned;) {
       strand_result_t rc = cs_assign_chunk(c, &assigned);
       if (rc != STRAND_SUCCESS) return rc;
       changed |= assigned;
     }
-    for (int s = 0; s < CS_NSLOTS; s++) {
+    for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (!sl->req) continue;
       int cpu = atomic_load_explicit(&sl->cpu, memory_order_acquire);
@@ -928,7 +938,7 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
               st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
-              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, CS_NSLOTS,
+              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
               (unsigned long long)st->chunks_direct);
 }

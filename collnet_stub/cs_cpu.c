@@ -56,7 +56,7 @@ strand_result_t cs_helpers_start(cs_comm_t *c) {
   int64_t want = -1;
   if (strand_param_get_int("STRAND_COLLNET_THREADS", &want) != STRAND_SUCCESS) want = -1;
   int n = want >= 0 ? (int)want : strand_topo_num_cpus() >= CS_HELPERS_MIN_CPUS ? CS_HELPERS_AUTO : 0;
-  if (n > CS_NSLOTS) n = CS_NSLOTS; /* a slot is the unit of work: more helpers would idle */
+  if (n > c->nslots) n = c->nslots; /* a slot is the unit of work: more helpers would idle */
   c->helpers = NULL;
   if (n == 0) return STRAND_SUCCESS;
   struct cs_helpers *h = calloc(1, sizeof *h + (size_t)n * sizeof(pthread_t));
