@@ -451,6 +451,21 @@ static char *cs_user_src(const cs_req_t *r, const cs_slot_t *sl, int phase, int 
   return r->rmr ? r->dst + sl->boff[j] : NULL;
 }
 
+/* Whether the slot's exchange of `phase` sends a header message to every peer. An all-reduce's
+ * all-gather does not (unless built with -DCS_AG_HEADER=1, for measurements): it is posted only
+ * after this rank's check of the same chunk's reduce-scatter headers passed, and lane 1 carries
+ * nothing but all-reduce all-gathers, in chunk order. Every earlier exchange of lane 0 matched too
+ * (a mismatch fails the comm before any later all-gather posts), so both ranks issued the same
+ * collectives cut into the same blocks, and a peer's turn t on lane 1 is this rank's turn t: the
+ * same chunk, posted by the peer after its own check passed. The payload's length is still
+ * checked. One message per peer and chunk fewer: lane 1 then carries only payloads. */
+#ifndef CS_AG_HEADER
+#define CS_AG_HEADER 0
+#endif
+static bool cs_sends_header(const cs_req_t *r, int phase) {
+  return CS_AG_HEADER || r->kind != CS_ALLREDUCE || phase != CS_PH_AG;
+}
+
 /* Points the slot's per-message lengths, buffers and registrations at the exchange of `phase` and
  * writes the header every peer is sent. Every peer gets two messages on the lane's comm, the
  * header and the payload (zero bytes when it has no data), and every payload receive is posted at
@@ -476,6 +491,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     }
     if (j == me) continue;
     int qh = CS_MSGS * j + CS_MSG_HDR, qd = CS_MSGS * j + CS_MSG_DATA;
+    if (!cs_sends_header(r, phase)) sl->sposted[qh] = sl->rposted[qh] = true; /* none to post */
     memcpy(cs_msg(c, sl->send, j), &h, sizeof h);
     sl->sbuf[qh] = cs_msg(c, sl->send, j);
     sl->slen[qh] = CS_HDR_BYTES;
@@ -644,6 +660,14 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
     if (j == c->rank) continue;
     int src = sl->phase == CS_PH_RS ? c->rank : j; /* whose block the peer sent */
     size_t want = sl->blen[src], got = sl->rlen[CS_MSGS * j + CS_MSG_DATA];
+    if (!cs_sends_header(sl->req, sl->phase)) {
+      if (got == want) continue;
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d sent %zu bytes in the all-gather of chunk %zu "
+                  "of collective #%llu, this rank expected %zu; the collComm is unusable",
+                  sl->req->call, c->rank, c->nranks, j, got, sl->chunk, (unsigned long long)mine.coll,
+                  want);
+      return STRAND_REMOTE_ERROR;
+    }
     memset(&peer, 0, sizeof peer);
     if (sl->rlen[CS_MSGS * j + CS_MSG_HDR] >= sizeof peer) memcpy(&peer, cs_msg(c, sl->recv, j), sizeof peer);
     bool agree = peer.magic == mine.magic && peer.rank == (uint32_t)j && peer.nranks == mine.nranks &&
