@@ -29,7 +29,8 @@
 #       argument is one configuration (environment assignments, e.g. the ring's
 #       "NCCL_ALGO=allreduce:Ring" or CollNet's with STRAND_COLLNET_SLOTS=32), run as run_e2e.sh
 #       sweep at E2E_SIZES (default 32K,16M,128M,1G), each followed by its ranks' `closing:` lines
-#       (docs/plugins/collnet.md). `@CN@` in an argument stands for the CollNet settings
+#       (docs/plugins/collnet.md) and, for CollNet, strand-socket's close lines of rank 0's first
+#       receive connections (CTSs written). `@CN@` in an argument stands for the CollNet settings
 #       ($collnet_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET). A round stops starting
 #       configurations once E2E_BUDGET_S (default 150) s are spent.
 #
@@ -118,6 +119,9 @@ variants() {
       echo "## round $round, $n ranks: $conf"
       E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$envs" || rc=1
       grep -h 'closing:' "$build"/log.sweep.rank* | sed 's/.*collnet_stub: /# closing: /' || true
+      # strand-socket's per-connection close line (eager messages, CTSs written), rank 0's first few
+      [[ $conf == *@CN@* ]] && { grep -h 'receive connection with' "$build"/log.sweep.rank0 | head -4 \
+        | sed 's/.*receive connection with/# rank 0 net: receive connection with/' || true; }
     done
     echo "# $((SECONDS - t0)) s so far"
   done
