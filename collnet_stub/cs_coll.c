@@ -561,7 +561,9 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
 
 static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
   STRAND_WARN("collnet_stub %s(rank %d/%d): %s rank %d failed (net %s returned %d) in chunk %zu; the "
-              "collComm is unusable; check rank %d's log and the network between the two",
+              "collComm is unusable; check rank %d's log, the network between the two, and that "
+              "STRAND_COLLNET_CHUNK_KB is the same on every rank (a peer that cuts larger blocks "
+              "sends more than a receive holds)",
               sl->req->call, c->rank, c->nranks, what, peer, c->net->name, (int)rc, sl->chunk, peer);
   c->failed = rc;
   return rc;
