@@ -636,6 +636,24 @@ static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, const char *
   return STRAND_SUCCESS;
 }
 
+/* Bytes [off, off+len) of the reduction above, for a split one: the caller made sure that `out`'s
+ * block and `mine`'s do not overlap, so parts running at once touch disjoint bytes. */
+static strand_result_t cs_reduce_range(cs_comm_t *c, cs_slot_t *sl, const char *mine, char *out, size_t off,
+                                       size_t len) {
+  cs_req_t *r = sl->req;
+  int me = c->rank, n = c->nranks;
+  size_t cnt = len / r->esz;
+#define CS_CONTRIB(j) ((j) == me ? mine + off : sl->rbuf[CS_MSGS * (j) + CS_MSG_DATA] + off)
+  strand_result_t rc = strand_reduce3(r->dtype, r->op, out + off, CS_CONTRIB(0), CS_CONTRIB(1), cnt);
+  for (int j = 2; j < n && rc == STRAND_SUCCESS; j++)
+    rc = strand_reduce(r->dtype, r->op, out + off, CS_CONTRIB(j), cnt);
+#undef CS_CONTRIB
+  if (rc != STRAND_SUCCESS)
+    STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
+                c->nranks, cnt, (int)rc);
+  return rc;
+}
+
 static void cs_describe(const cs_wire_hdr_t *h, char *out, size_t len) {
   static const char *const kinds[] = {"iallreduce", "iallgather", "ireducescatter"};
   const char *k = h->kind < 3 ? kinds[h->kind] : "unknown collective";
@@ -748,6 +766,50 @@ static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
   return STRAND_SUCCESS;
 }
 
+/* Where this rank's block of a reduce-scatter comes from (the send buffer, or the arena when
+ * staged) and where its result goes (the receive buffer). */
+static const char *cs_rs_mine(const cs_comm_t *c, const cs_slot_t *sl) {
+  const char *user = cs_user_src(sl->req, sl, CS_PH_RS, c->rank);
+  return user ? user : cs_blk(c, sl->send, c->rank);
+}
+
+/* Part p of nparts of a len-byte block: 64-byte multiples (so whole elements), the last one the
+ * rest. */
+static void cs_part_range(size_t len, int nparts, int p, size_t *off, size_t *plen) {
+  size_t per = (len / (size_t)nparts + 63) & ~(size_t)63;
+  size_t o = per * (size_t)p < len ? per * (size_t)p : len;
+  *off = o;
+  *plen = len - o < per ? len - o : per;
+}
+
+/* How many parts the slot's job is cut into: a registered all-reduce's reduce-scatter reduction
+ * of at least CS_SPLIT_MIN bytes, on a comm with 2 or more helpers, into one part per helper (at
+ * most CS_RED_PARTS_MAX, at least 64 KiB each); every other job is one part. Never when the
+ * block's source and result overlap (in place): parts would read what another part writes. */
+static int cs_split_parts(const cs_comm_t *c, const cs_slot_t *sl, int job) {
+  const cs_req_t *r = sl->req;
+  int helpers = cs_helpers_count(c);
+  size_t len = sl->blen[c->rank];
+  if (job != CS_JOB_EXCHANGE || r->kind != CS_ALLREDUCE || sl->phase != CS_PH_RS || !r->rmr ||
+      helpers < 2 || len < CS_SPLIT_MIN || c->nranks < 2)
+    return 1;
+  const char *mine = cs_rs_mine(c, sl), *out = r->dst + sl->boff[c->rank];
+  if (out < mine + len && mine < out + len) return 1;
+  size_t most = len / (64u << 10);
+  int parts = helpers < CS_RED_PARTS_MAX ? helpers : CS_RED_PARTS_MAX;
+  return (size_t)parts < most ? parts : (int)most;
+}
+
+void cs_coll_run_part(cs_comm_t *c, cs_slot_t *sl, int part) {
+  cs_req_t *r = sl->req;
+  size_t off, len;
+  cs_part_range(sl->blen[c->rank], sl->nparts, part, &off, &len);
+  double t0 = strand_now_s();
+  sl->part_rc[part] = len ? cs_reduce_range(c, sl, cs_rs_mine(c, sl), r->dst + sl->boff[c->rank], off, len)
+                          : STRAND_SUCCESS;
+  sl->part_reduce_s[part] = strand_now_s() - t0;
+}
+
 void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
   if (sl->job == CS_JOB_STAGE_IN) {
     double t0 = strand_now_s();
@@ -792,6 +854,14 @@ static void cs_drain(cs_comm_t *c) {
  * done. */
 static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   atomic_store_explicit(&sl->cpu, CS_CPU_IDLE, memory_order_relaxed);
+  if (sl->nparts > 1) { /* a split reduction: the parts' results and times */
+    for (int p = 0; p < sl->nparts; p++) {
+      sl->job_reduce_s += sl->part_reduce_s[p];
+      if (sl->job_rc == STRAND_SUCCESS) sl->job_rc = sl->part_rc[p];
+    }
+    sl->nparts = 1;
+    c->stats.splits++;
+  }
   c->stats.t_copy += sl->job_copy_s;
   c->stats.t_reduce += sl->job_reduce_s;
   if (sl->job_rc != STRAND_SUCCESS) {
@@ -835,7 +905,18 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
   sl->job = job;
   sl->job_rc = STRAND_SUCCESS;
   sl->job_copy_s = sl->job_reduce_s = 0;
-  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  sl->nparts = 1;
+  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN) {
+    int parts = cs_split_parts(c, sl, job);
+    if (parts > 1) {
+      /* the peers' headers first, here: no part may write the user's buffer before they agree */
+      sl->job_rc = cs_check_peers(c, sl);
+      if (sl->job_rc != STRAND_SUCCESS) return cs_finish_job(c, sl);
+      sl->nparts = parts;
+    }
+    if (cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+    sl->nparts = 1;
+  }
   cs_coll_run_job(c, sl);
   return cs_finish_job(c, sl);
 }
@@ -958,7 +1039,7 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
               "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging)",
+              "memory (no staging); %llu reductions split over helpers",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
@@ -966,5 +1047,5 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
-              (unsigned long long)st->chunks_direct);
+              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits);
 }

@@ -815,6 +815,14 @@ int main(void) {
     pthread_barrier_destroy(&g_bar);
     printf("%s: %d rank(s)\n", g_fail ? "FAIL" : "ok", g_nranks);
   }
+  /* Again at 3 ranks with 4 helper threads (CI's 2 CPUs get none by default): the reductions of
+   * large registered blocks are then cut into parts run by several helpers at once. */
+  setenv("STRAND_COLLNET_THREADS", "4", 1);
+  strand_params_reread_for_test();
+  run_ranks(3, rank_main);
+  unsetenv("STRAND_COLLNET_THREADS");
+  strand_params_reread_for_test();
+  printf("%s: 3 ranks, 4 helper threads (split reductions)\n", g_fail ? "FAIL" : "ok");
   strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
   for (int nr = 2; nr <= 3; nr++)
     for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
