@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU-RUN 2 (session 7, collnet): the new defaults (16 slots, 2 MiB chunks, each large reduction
 # cut over the helper threads) against the ring and against the old defaults (8 slots, 1 MiB) in
-# the same call, 2 ranks (2 alternating rounds) and 4 ranks; a build with the split off
+# the same call, 2 ranks (2 alternating rounds) and 4 ranks (one); a build with the split off
 # (-DCS_SPLIT_MIN=1G) for the split's own share; CollNet correctness checks at 2 and 4 ranks with
 # the new defaults. ~160 s on 4 x H200, at most 180 s. Output: one file, $OUT/collnet3.txt.
 set -u
