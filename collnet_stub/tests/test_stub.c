@@ -221,13 +221,16 @@ static strand_result_t mk_test(void *req, int *done, int *sizes) {
   return rc;
 }
 static void mk_untrack_comm(mk_comm_t *c);
+static void mk_free_done_of(mk_comm_t *c);
 /* A comm closed with requests still posted (a failed collective leaves some) takes them with it,
  * as a real net cancels them: the peer must never copy into or out of the closer's freed buffers,
  * and the request tracker must not keep their addresses (a later request at the same address
- * would be counted against this freed comm). */
+ * would be counted against this freed comm). Requests already matched but never tested again
+ * (a failed comm stops testing) are freed too, as a real net frees its in-flight requests. */
 static strand_result_t mk_close(void *comm) {
   mk_comm_t *c = comm;
   pthread_mutex_lock(&mk_lock);
+  mk_free_done_of(c);
   mk_req_t **mine = c->is_send ? &c->pipe->sends : &c->pipe->recvs;
   for (mk_req_t *r = *mine, *n; r; r = n) n = r->next, free(r);
   *mine = NULL;
@@ -256,6 +259,15 @@ static mk_track_t mk_tracks[4096];
 static void mk_untrack_comm(mk_comm_t *c) { /* under mk_lock */
   for (int i = 0; i < 4096; i++)
     if (mk_tracks[i].req && mk_tracks[i].comm == c) mk_tracks[i].req = NULL;
+}
+static void mk_free_done_of(mk_comm_t *c) { /* under mk_lock; matched requests are off the FIFOs */
+  for (int i = 0; i < 4096; i++) {
+    mk_req_t *r = mk_tracks[i].req;
+    if (r && mk_tracks[i].comm == c && r->done) {
+      free(r);
+      mk_tracks[i].req = NULL;
+    }
+  }
 }
 static strand_result_t mk_isend_t(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
   strand_result_t rc = mk_isend(sc, data, size, tag, mh, ph, req);
