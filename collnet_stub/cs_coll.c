@@ -95,6 +95,8 @@ void cs_coll_init_slots(cs_comm_t *c) {
     cs_slot_t *sl = &c->slots[s];
     sl->send = c->arena + (size_t)s * 2 * n * c->stride;
     sl->recv = sl->send + n * c->stride;
+    for (size_t j = 0; j < 2 * n; j++) /* headers: a sent one's unused bytes are defined */
+      memset(sl->send + j * c->stride, 0, CS_HDR_BYTES);
     size_t nm = CS_MSGS * n;
     sl->slen = calloc(nm, sizeof(size_t));
     sl->rlen = calloc(nm, sizeof(size_t));

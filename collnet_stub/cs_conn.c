@@ -130,8 +130,8 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   }
   c->arena = arena;
   if (rc == STRAND_SUCCESS) {
-    memset(c->arena, 0, c->arena_bytes);
-    cs_coll_init_slots(c);
+    cs_coll_init_slots(c); /* zeroes the header areas only: the payload areas (most of the 64 MiB
+                              of the defaults) stay untouched until a chunk uses them */
     for (int s = 0; s < c->nslots; s++)
       if (!c->slots[s].sreq) rc = STRAND_SYSTEM_ERROR;
   }
