@@ -1,7 +1,8 @@
 /* collnet_stub: the collectives and their progress engine.
  *
- * A collective is cut into chunks; a chunk occupies one of the collComm's staging slots (STRAND_COLLNET_SLOTS)
- * (nranks blocks of comm->block bytes to send, nranks to receive) and runs one or two exchanges
+ * A collective is cut into chunks; a chunk occupies one of the collComm's staging slots
+ * (STRAND_COLLNET_SLOTS of them; nranks blocks of comm->block bytes to send, nranks to receive,
+ * comm->block from STRAND_COLLNET_CHUNK_KB) and runs one or two exchanges
  * over the mesh. An all-reduce whose buffers were registered (the net holds the registration too,
  * cs_mr.c) stages nothing: the reduce-scatter sends from the send buffer, the reduction writes
  * this rank's block of the receive buffer, and the all-gather sends from and receives into the
@@ -470,7 +471,8 @@ static bool cs_sends_header(const cs_req_t *r, int phase) {
 
 /* Points the slot's per-message lengths, buffers and registrations at the exchange of `phase` and
  * writes the header every peer is sent. Every peer gets two messages on the lane's comm, the
- * header and the payload (zero bytes when it has no data), and every payload receive is posted at
+ * header and the payload (zero bytes when it has no data; only the payload in an all-reduce's
+ * all-gather, cs_sends_header), and every payload receive is posted at
  * a whole block, so the exchange completes even when the ranks disagree and each rank reads its
  * peers' headers before it trusts their payloads. A payload receive lands in the user's receive
  * buffer (the all-gather of an all-reduce on registered memory) only where a whole block fits
