@@ -26,13 +26,19 @@
 /* Collectives a collComm accepts in flight; beyond that the call returns *request = NULL and NCCL
  * retries (spec §8.3). NCCL merges up to 8 channels' chunks into one call and keeps few in flight. */
 #define CS_MAX_INFLIGHT 16
-/* Chunk slots per collComm: how many chunks are staged at once. Two already overlap the
+/* Chunk slots per collComm: how many chunks are in flight at once. Two already overlap the
  * all-gather of one chunk with the reduce-scatter of the next; more let staging run ahead and,
  * with helper threads (cs_cpu.c), let that many chunks' copies and reductions run in parallel.
- * Overridable with -DCS_NSLOTS=n for measurements. */
+ * CS_NSLOTS is the default of STRAND_COLLNET_SLOTS (1..CS_MAX_SLOTS; -DCS_NSLOTS=n changes the
+ * default for measurements). Each slot costs 2 x nranks x (CS_HDR_BYTES + block) of arena. 16:
+ * NCCL's CollNet proxy keeps ~7 calls of ~1.8 MB in flight (measured on 2 and 4 H200s), each one
+ * chunk with the default chunk size, and a chunk holds its slot until its all-gather completed;
+ * 8 slots of 1 MiB chunks held the stub at 8 GB/s where 32 of 4 MiB reached 10-11
+ * (docs/benchmarks/collnet.md, 2026-11-28). */
 #ifndef CS_NSLOTS
-#define CS_NSLOTS 8
+#define CS_NSLOTS 16
 #endif
+#define CS_MAX_SLOTS 64
 /* A chunk's CPU work (staging copies, reduction) goes to a helper thread from this many bytes of
  * user data up; smaller chunks are done on the calling thread, where a hand-off would cost more
  * than the work. */
@@ -46,13 +52,16 @@
  * kind, so ranks that disagree about the collective still pair their first exchanges and see the
  * disagreement. */
 #define CS_LANES 2
-/* Bytes each rank exchanges with each peer per chunk: about CS_CHUNK_TARGET / nranks, within
- * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). */
+/* Bytes each rank exchanges with each peer per chunk: about the chunk target / nranks, within
+ * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). CS_CHUNK_TARGET is
+ * the default of STRAND_COLLNET_CHUNK_KB (in KiB there). 2 MiB: one chunk per NCCL call (~1.8 MB
+ * at 2 and 4 ranks), so a call pays one exchange pair rather than two in a row; measured 4 MiB
+ * chunks 10-25 % faster than 1 MiB at 128 MiB-1 GiB on 2 H200s. */
 #ifndef CS_CHUNK_TARGET
-#define CS_CHUNK_TARGET (1u << 20)
+#define CS_CHUNK_TARGET (2u << 20)
 #endif
 #define CS_BLOCK_MIN (4u << 10)
-#define CS_BLOCK_MAX (512u << 10)
+#define CS_BLOCK_MAX (4u << 20)
 /* Bound on connect (building the mesh): every rank of the group must call connect within it. */
 #define CS_CONNECT_TIMEOUT_S 60.0
 /* Largest collective one call may carry, reported as maxCollBytes (test() reports an int size). */
@@ -106,6 +115,7 @@ typedef struct {
   double t_coll;                 /* summed over collectives: issue -> test() reports done */
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
+  uint64_t splits;               /* reductions cut into parts run by several helpers at once */
 } cs_stats_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
@@ -114,6 +124,22 @@ enum { CS_CPU_IDLE = 0, /* the caller's thread (NCCL's proxy) */
        CS_CPU_DONE };   /* the helper finished; the caller's thread takes it back in test() */
 enum { CS_JOB_STAGE_IN, /* copy the chunk's user data into the slot */
        CS_JOB_EXCHANGE  /* check the peers' headers, reduce / copy out what the exchange brought */ };
+
+/* A reduce-scatter's reduction of a large block is cut into up to this many parts, each run by
+ * a helper thread (cs_cpu.c), when the comm has helpers: measured through NCCL on 2 H200s, one
+ * core reduced a 1 MiB block in ~200 us, a sixth of a collective's issue-to-done time, and NCCL
+ * keeps a fixed ~12 MB of calls in flight, so that time is bandwidth lost. Parts are cut from
+ * CS_SPLIT_MIN bytes of this rank's block up, in multiples of 64 bytes. */
+#define CS_RED_PARTS_MAX 8
+#ifndef CS_SPLIT_MIN
+#define CS_SPLIT_MIN (128u << 10)
+#endif
+/* One item of a helper's queue: part `part` of slot `sl`'s job. */
+typedef struct cs_work {
+  struct cs_slot *sl;
+  int part;
+  struct cs_work *qnext;
+} cs_work_t;
 
 /* One chunk in flight: the staging areas of one slot and the exchange under way. */
 typedef struct cs_slot {
@@ -136,7 +162,13 @@ typedef struct cs_slot {
   int job;               /* CS_JOB_* of the work last started */
   strand_result_t job_rc;
   double job_copy_s, job_reduce_s; /* what the job took, added to stats by the caller's thread */
-  struct cs_slot *qnext; /* helper queue */
+  /* The job in parts (a split reduction) or one part (everything else): the helper that finishes
+   * the last part marks the slot CS_CPU_DONE. Per part: its result and reduction time. */
+  int nparts;
+  atomic_int parts_left;
+  cs_work_t work[CS_RED_PARTS_MAX];
+  strand_result_t part_rc[CS_RED_PARTS_MAX];
+  double part_reduce_s[CS_RED_PARTS_MAX];
   size_t *blen;          /* per rank block length of this chunk */
   size_t *boff;          /* per rank block offset (bytes) in the user buffers */
 } cs_slot_t;
@@ -148,11 +180,12 @@ typedef struct cs_comm {
   void **send, **recv;     /* send[j*CS_LANES+l] / recv[..]: lane l's net comms to / from rank j
                               (NULL at j = rank) */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
-  char *arena;             /* CS_NSLOTS x 2 x nranks x stride bytes, registered once per net comm */
+  char *arena;             /* nslots x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;
   size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
   uint64_t ncoll;          /* collectives issued so far; the next one's number */
-  cs_slot_t slots[CS_NSLOTS];
+  int nslots;              /* slots in use (STRAND_COLLNET_SLOTS) */
+  cs_slot_t slots[CS_MAX_SLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
   uint64_t next_seq[CS_LANES]; /* next turn handed out, per lane */
@@ -209,13 +242,16 @@ void cs_coll_report_stats(const cs_comm_t *c);
 /* Runs the slot's job (sl->job) on the calling thread; a helper thread calls it for offloaded work.
  * Touches only the slot, its collective's buffers and the arena. */
 void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl);
+/* Runs part `part` of a split reduction (sl->nparts > 1) on the calling thread (a helper). */
+void cs_coll_run_part(cs_comm_t *c, cs_slot_t *sl, int part);
 
 /* cs_cpu.c: the collComm's helper threads (STRAND_COLLNET_THREADS). */
 strand_result_t cs_helpers_start(cs_comm_t *c);
 /* Joins them: a job running finishes first (CPU work on one chunk, bounded), queued jobs are dropped. */
 void cs_helpers_stop(cs_comm_t *c);
 int cs_helpers_count(const cs_comm_t *c);
-/* Queues the slot's job; false when the comm has no helpers (run it inline then). */
+/* Queues the slot's job, as sl->nparts parts (1: the whole job); false when the comm has no
+ * helpers (run it inline then). */
 bool cs_helpers_submit(cs_comm_t *c, cs_slot_t *sl);
 
 

@@ -1,7 +1,8 @@
 /* collnet_stub: the collectives and their progress engine.
  *
- * A collective is cut into chunks; a chunk occupies one of the collComm's CS_NSLOTS staging slots
- * (nranks blocks of comm->block bytes to send, nranks to receive) and runs one or two exchanges
+ * A collective is cut into chunks; a chunk occupies one of the collComm's staging slots
+ * (STRAND_COLLNET_SLOTS of them; nranks blocks of comm->block bytes to send, nranks to receive,
+ * comm->block from STRAND_COLLNET_CHUNK_KB) and runs one or two exchanges
  * over the mesh. An all-reduce whose buffers were registered (the net holds the registration too,
  * cs_mr.c) stages nothing: the reduce-scatter sends from the send buffer, the reduction writes
  * this rank's block of the receive buffer, and the all-gather sends from and receives into the
@@ -58,6 +59,8 @@ typedef struct {
   uint64_t coll;                  /* the collective's number on the collComm */
   uint64_t a, b, c;               /* allreduce: count, 0, 0; window collectives: bytesPerRank,
                                      windowOffset, windowBytes */
+  uint64_t block;                 /* the sender's block size (STRAND_COLLNET_CHUNK_KB / nranks):
+                                     ranks must cut chunks alike */
 } cs_wire_hdr_t;
 _Static_assert(sizeof(cs_wire_hdr_t) <= CS_HDR_BYTES, "the wire header fits its room");
 
@@ -89,10 +92,12 @@ typedef struct cs_req {
 
 void cs_coll_init_slots(cs_comm_t *c) {
   size_t n = (size_t)c->nranks;
-  for (int s = 0; s < CS_NSLOTS; s++) {
+  for (int s = 0; s < c->nslots; s++) {
     cs_slot_t *sl = &c->slots[s];
     sl->send = c->arena + (size_t)s * 2 * n * c->stride;
     sl->recv = sl->send + n * c->stride;
+    for (size_t j = 0; j < 2 * n; j++) /* headers: a sent one's unused bytes are defined */
+      memset(sl->send + j * c->stride, 0, CS_HDR_BYTES);
     size_t nm = CS_MSGS * n;
     sl->slen = calloc(nm, sizeof(size_t));
     sl->rlen = calloc(nm, sizeof(size_t));
@@ -115,7 +120,7 @@ void cs_coll_init_slots(cs_comm_t *c) {
 }
 
 void cs_coll_free_slots(cs_comm_t *c) {
-  for (int s = 0; s < CS_NSLOTS; s++) {
+  for (int s = 0; s < c->nslots; s++) {
     cs_slot_t *sl = &c->slots[s];
     free(sl->slen);
     free(sl->rlen);
@@ -150,7 +155,7 @@ void cs_coll_drop_all(cs_comm_t *c) {
   }
   c->head = c->tail = NULL;
   c->inflight = 0;
-  for (int s = 0; s < CS_NSLOTS; s++) c->slots[s].req = NULL;
+  for (int s = 0; s < c->nslots; s++) c->slots[s].req = NULL;
 }
 
 /* Common entry checks; *request = NULL (retry) while the comm is full. */
@@ -430,6 +435,7 @@ static void cs_header_of(const cs_comm_t *c, const cs_slot_t *sl, int phase, cs_
   h->op = r->kind == CS_ALLGATHER ? 0xff : (uint8_t)r->op;
   h->turn = sl->seq[phase];
   h->coll = r->coll;
+  h->block = c->block;
   if (r->kind == CS_ALLREDUCE) {
     h->a = r->count;
   } else {
@@ -448,9 +454,25 @@ static char *cs_user_src(const cs_req_t *r, const cs_slot_t *sl, int phase, int 
   return r->rmr ? r->dst + sl->boff[j] : NULL;
 }
 
+/* Whether the slot's exchange of `phase` sends a header message to every peer. An all-reduce's
+ * all-gather does not (unless built with -DCS_AG_HEADER=1, for measurements): it is posted only
+ * after this rank's check of the same chunk's reduce-scatter headers passed, and lane 1 carries
+ * nothing but all-reduce all-gathers, in chunk order. Every earlier exchange of lane 0 matched too
+ * (a mismatch fails the comm before any later all-gather posts), so both ranks issued the same
+ * collectives cut into the same blocks, and a peer's turn t on lane 1 is this rank's turn t: the
+ * same chunk, posted by the peer after its own check passed. The payload's length is still
+ * checked. One message per peer and chunk fewer: lane 1 then carries only payloads. */
+#ifndef CS_AG_HEADER
+#define CS_AG_HEADER 0
+#endif
+static bool cs_sends_header(const cs_req_t *r, int phase) {
+  return CS_AG_HEADER || r->kind != CS_ALLREDUCE || phase != CS_PH_AG;
+}
+
 /* Points the slot's per-message lengths, buffers and registrations at the exchange of `phase` and
  * writes the header every peer is sent. Every peer gets two messages on the lane's comm, the
- * header and the payload (zero bytes when it has no data), and every payload receive is posted at
+ * header and the payload (zero bytes when it has no data; only the payload in an all-reduce's
+ * all-gather, cs_sends_header), and every payload receive is posted at
  * a whole block, so the exchange completes even when the ranks disagree and each rank reads its
  * peers' headers before it trusts their payloads. A payload receive lands in the user's receive
  * buffer (the all-gather of an all-reduce on registered memory) only where a whole block fits
@@ -473,6 +495,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     }
     if (j == me) continue;
     int qh = CS_MSGS * j + CS_MSG_HDR, qd = CS_MSGS * j + CS_MSG_DATA;
+    if (!cs_sends_header(r, phase)) sl->sposted[qh] = sl->rposted[qh] = true; /* none to post */
     memcpy(cs_msg(c, sl->send, j), &h, sizeof h);
     sl->sbuf[qh] = cs_msg(c, sl->send, j);
     sl->slen[qh] = CS_HDR_BYTES;
@@ -528,7 +551,7 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   while (r && r->next_chunk >= r->nchunks) r = r->next;
   if (!r) return STRAND_SUCCESS;
   cs_slot_t *sl = NULL;
-  for (int s = 0; s < CS_NSLOTS && !sl; s++)
+  for (int s = 0; s < c->nslots && !sl; s++)
     if (!c->slots[s].req) sl = &c->slots[s];
   if (!sl) return STRAND_SUCCESS;
   *assigned = true;
@@ -542,7 +565,9 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
 
 static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
   STRAND_WARN("collnet_stub %s(rank %d/%d): %s rank %d failed (net %s returned %d) in chunk %zu; the "
-              "collComm is unusable; check rank %d's log and the network between the two",
+              "collComm is unusable; check rank %d's log, the network between the two, and that "
+              "STRAND_COLLNET_CHUNK_KB is the same on every rank (a peer that cuts larger blocks "
+              "sends more than a receive holds)",
               sl->req->call, c->rank, c->nranks, what, peer, c->net->name, (int)rc, sl->chunk, peer);
   c->failed = rc;
   return rc;
@@ -615,6 +640,24 @@ static strand_result_t cs_reduce_block(cs_comm_t *c, cs_slot_t *sl, const char *
   return STRAND_SUCCESS;
 }
 
+/* Bytes [off, off+len) of the reduction above, for a split one: the caller made sure that `out`'s
+ * block and `mine`'s do not overlap, so parts running at once touch disjoint bytes. */
+static strand_result_t cs_reduce_range(cs_comm_t *c, cs_slot_t *sl, const char *mine, char *out, size_t off,
+                                       size_t len) {
+  cs_req_t *r = sl->req;
+  int me = c->rank, n = c->nranks;
+  size_t cnt = len / r->esz;
+#define CS_CONTRIB(j) ((j) == me ? mine + off : sl->rbuf[CS_MSGS * (j) + CS_MSG_DATA] + off)
+  strand_result_t rc = strand_reduce3(r->dtype, r->op, out + off, CS_CONTRIB(0), CS_CONTRIB(1), cnt);
+  for (int j = 2; j < n && rc == STRAND_SUCCESS; j++)
+    rc = strand_reduce(r->dtype, r->op, out + off, CS_CONTRIB(j), cnt);
+#undef CS_CONTRIB
+  if (rc != STRAND_SUCCESS)
+    STRAND_WARN("collnet_stub %s(rank %d/%d): reduction of %zu elements failed (%d)", r->call, me,
+                c->nranks, cnt, (int)rc);
+  return rc;
+}
+
 static void cs_describe(const cs_wire_hdr_t *h, char *out, size_t len) {
   static const char *const kinds[] = {"iallreduce", "iallgather", "ireducescatter"};
   const char *k = h->kind < 3 ? kinds[h->kind] : "unknown collective";
@@ -641,6 +684,14 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
     if (j == c->rank) continue;
     int src = sl->phase == CS_PH_RS ? c->rank : j; /* whose block the peer sent */
     size_t want = sl->blen[src], got = sl->rlen[CS_MSGS * j + CS_MSG_DATA];
+    if (!cs_sends_header(sl->req, sl->phase)) {
+      if (got == want) continue;
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d sent %zu bytes in the all-gather of chunk %zu "
+                  "of collective #%llu, this rank expected %zu; the collComm is unusable",
+                  sl->req->call, c->rank, c->nranks, j, got, sl->chunk, (unsigned long long)mine.coll,
+                  want);
+      return STRAND_REMOTE_ERROR;
+    }
     memset(&peer, 0, sizeof peer);
     if (sl->rlen[CS_MSGS * j + CS_MSG_HDR] >= sizeof peer) memcpy(&peer, cs_msg(c, sl->recv, j), sizeof peer);
     bool agree = peer.magic == mine.magic && peer.rank == (uint32_t)j && peer.nranks == mine.nranks &&
@@ -658,6 +709,13 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
       return STRAND_REMOTE_ERROR;
     }
     cs_describe(&peer, peer_s, sizeof peer_s);
+    if (peer.block != mine.block) {
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d cuts collectives into %llu-byte blocks, this "
+                  "rank into %zu (STRAND_COLLNET_CHUNK_KB must be the same on every rank); the "
+                  "collComm is unusable", sl->req->call, c->rank, c->nranks, j,
+                  (unsigned long long)peer.block, c->block);
+      return STRAND_INVALID_USAGE;
+    }
     if (agree)
       STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d is out of step: its message is collective #%llu "
                   "turn %llu with %zu bytes, this rank is at collective #%llu turn %llu expecting %zu "
@@ -712,6 +770,50 @@ static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
   return STRAND_SUCCESS;
 }
 
+/* Where this rank's block of a reduce-scatter comes from (the send buffer, or the arena when
+ * staged) and where its result goes (the receive buffer). */
+static const char *cs_rs_mine(const cs_comm_t *c, const cs_slot_t *sl) {
+  const char *user = cs_user_src(sl->req, sl, CS_PH_RS, c->rank);
+  return user ? user : cs_blk(c, sl->send, c->rank);
+}
+
+/* Part p of nparts of a len-byte block: 64-byte multiples (so whole elements), the last one the
+ * rest. */
+static void cs_part_range(size_t len, int nparts, int p, size_t *off, size_t *plen) {
+  size_t per = (len / (size_t)nparts + 63) & ~(size_t)63;
+  size_t o = per * (size_t)p < len ? per * (size_t)p : len;
+  *off = o;
+  *plen = len - o < per ? len - o : per;
+}
+
+/* How many parts the slot's job is cut into: a registered all-reduce's reduce-scatter reduction
+ * of at least CS_SPLIT_MIN bytes, on a comm with 2 or more helpers, into one part per helper (at
+ * most CS_RED_PARTS_MAX, at least 64 KiB each); every other job is one part. Never when the
+ * block's source and result overlap (in place): parts would read what another part writes. */
+static int cs_split_parts(const cs_comm_t *c, const cs_slot_t *sl, int job) {
+  const cs_req_t *r = sl->req;
+  int helpers = cs_helpers_count(c);
+  size_t len = sl->blen[c->rank];
+  if (job != CS_JOB_EXCHANGE || r->kind != CS_ALLREDUCE || sl->phase != CS_PH_RS || !r->rmr ||
+      helpers < 2 || len < CS_SPLIT_MIN || c->nranks < 2)
+    return 1;
+  const char *mine = cs_rs_mine(c, sl), *out = r->dst + sl->boff[c->rank];
+  if (out < mine + len && mine < out + len) return 1;
+  size_t most = len / (64u << 10);
+  int parts = helpers < CS_RED_PARTS_MAX ? helpers : CS_RED_PARTS_MAX;
+  return (size_t)parts < most ? parts : (int)most;
+}
+
+void cs_coll_run_part(cs_comm_t *c, cs_slot_t *sl, int part) {
+  cs_req_t *r = sl->req;
+  size_t off, len;
+  cs_part_range(sl->blen[c->rank], sl->nparts, part, &off, &len);
+  double t0 = strand_now_s();
+  sl->part_rc[part] = len ? cs_reduce_range(c, sl, cs_rs_mine(c, sl), r->dst + sl->boff[c->rank], off, len)
+                          : STRAND_SUCCESS;
+  sl->part_reduce_s[part] = strand_now_s() - t0;
+}
+
 void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
   if (sl->job == CS_JOB_STAGE_IN) {
     double t0 = strand_now_s();
@@ -734,7 +836,7 @@ static void cs_drain(cs_comm_t *c) {
   double until = strand_now_s() + CS_DRAIN_S;
   for (bool left = true; left && strand_now_s() < until;) {
     left = false;
-    for (int s = 0; s < CS_NSLOTS; s++) {
+    for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
       for (int q = 0; q < CS_MSGS * c->nranks; q++) {
@@ -756,6 +858,14 @@ static void cs_drain(cs_comm_t *c) {
  * done. */
 static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   atomic_store_explicit(&sl->cpu, CS_CPU_IDLE, memory_order_relaxed);
+  if (sl->nparts > 1) { /* a split reduction: the parts' results and times */
+    for (int p = 0; p < sl->nparts; p++) {
+      sl->job_reduce_s += sl->part_reduce_s[p];
+      if (sl->job_rc == STRAND_SUCCESS) sl->job_rc = sl->part_rc[p];
+    }
+    sl->nparts = 1;
+    c->stats.splits++;
+  }
   c->stats.t_copy += sl->job_copy_s;
   c->stats.t_reduce += sl->job_reduce_s;
   if (sl->job_rc != STRAND_SUCCESS) {
@@ -799,7 +909,18 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
   sl->job = job;
   sl->job_rc = STRAND_SUCCESS;
   sl->job_copy_s = sl->job_reduce_s = 0;
-  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN && cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+  sl->nparts = 1;
+  if (!cs_job_is_light(c, sl, job) && cs_chunk_bytes(c, sl) >= CS_OFFLOAD_MIN) {
+    int parts = cs_split_parts(c, sl, job);
+    if (parts > 1) {
+      /* the peers' headers first, here: no part may write the user's buffer before they agree */
+      sl->job_rc = cs_check_peers(c, sl);
+      if (sl->job_rc != STRAND_SUCCESS) return cs_finish_job(c, sl);
+      sl->nparts = parts;
+    }
+    if (cs_helpers_submit(c, sl)) return STRAND_SUCCESS;
+    sl->nparts = 1;
+  }
   cs_coll_run_job(c, sl);
   return cs_finish_job(c, sl);
 }
@@ -846,14 +967,14 @@ static bool cs_slot_idle(cs_slot_t *sl) {
 
 /* One bounded round of progress over the whole collComm; *moved when anything was posted or done. */
 static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
-  for (int pass = 0; pass < 2 * CS_NSLOTS + 2; pass++) {
+  for (int pass = 0; pass < 2 * c->nslots + 2; pass++) {
     bool changed = false;
     for (bool assigned = true; assigned;) {
       strand_result_t rc = cs_assign_chunk(c, &assigned);
       if (rc != STRAND_SUCCESS) return rc;
       changed |= assigned;
     }
-    for (int s = 0; s < CS_NSLOTS; s++) {
+    for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (!sl->req) continue;
       int cpu = atomic_load_explicit(&sl->cpu, memory_order_acquire);
@@ -922,13 +1043,13 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
               "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging)",
+              "memory (no staging); %llu reductions split over helpers",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
               st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
-              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, CS_NSLOTS,
+              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
-              (unsigned long long)st->chunks_direct);
+              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits);
 }

@@ -9,6 +9,7 @@
 
 #include "cs.h"
 #include "strand/mesh.h"
+#include "strand/params.h"
 
 cs_comm_t *cs_comm_of(void *collComm) {
   cs_comm_t *c = collComm;
@@ -55,7 +56,9 @@ static strand_result_t cs_register(cs_comm_t *c, void *comm, void **mh, const ch
 }
 
 static size_t cs_block_bytes(int nranks) {
-  size_t b = CS_CHUNK_TARGET / (size_t)nranks;
+  int64_t kb = CS_CHUNK_TARGET >> 10;
+  if (strand_param_get_int("STRAND_COLLNET_CHUNK_KB", &kb) != STRAND_SUCCESS) kb = CS_CHUNK_TARGET >> 10;
+  size_t b = ((size_t)kb << 10) / (size_t)nranks;
   if (b < CS_BLOCK_MIN) b = CS_BLOCK_MIN;
   if (b > CS_BLOCK_MAX) b = CS_BLOCK_MAX;
   return b & ~(size_t)63;
@@ -108,8 +111,11 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   c->dev = l->dev;
   c->net = cs_net();
   c->block = cs_block_bytes(nranks);
+  int64_t slots = CS_NSLOTS;
+  if (strand_param_get_int("STRAND_COLLNET_SLOTS", &slots) != STRAND_SUCCESS) slots = CS_NSLOTS;
+  c->nslots = (int)slots;
   c->stride = CS_HDR_BYTES + c->block;
-  c->arena_bytes = (size_t)CS_NSLOTS * 2 * (size_t)nranks * c->stride;
+  c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks * CS_LANES, sizeof(void *));
   c->recv = calloc((size_t)nranks * CS_LANES, sizeof(void *));
   c->send_mh = calloc((size_t)nranks * CS_LANES, sizeof(void *));
@@ -124,9 +130,9 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   }
   c->arena = arena;
   if (rc == STRAND_SUCCESS) {
-    memset(c->arena, 0, c->arena_bytes);
-    cs_coll_init_slots(c);
-    for (int s = 0; s < CS_NSLOTS; s++)
+    cs_coll_init_slots(c); /* zeroes the header areas only: the payload areas (most of the 64 MiB
+                              of the defaults) stay untouched until a chunk uses them */
+    for (int s = 0; s < c->nslots; s++)
       if (!c->slots[s].sreq) rc = STRAND_SYSTEM_ERROR;
   }
   if (rc == STRAND_SUCCESS && nranks > 1) rc = cs_form_group(c, l, handles);
@@ -136,9 +142,9 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
     return rc;
   }
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
-              "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots, "
-              "%d helper threads (STRAND_COLLNET_THREADS)",
-              rank, nranks, c->net->name, c->dev, c->block, CS_NSLOTS, cs_helpers_count(c));
+              "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
+              "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS)",
+              rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c));
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -8,8 +8,9 @@
  * them in parallel while the proxy thread keeps posting and polling the net.
  *
  * Per collComm: started at connect, joined at closeColl (so no thread outlives its comm, and a
- * plugin user counting threads after close sees none). Hand-off: a mutex-protected FIFO of slots
- * and a condition variable; a helper publishes the end of a job with a release store of
+ * plugin user counting threads after close sees none). Hand-off: a mutex-protected FIFO of work
+ * items (a slot's job, or one part of a split reduction) and a condition variable; the helper that
+ * finishes a slot's last part publishes the end of the job with a release store of
  * sl->cpu = CS_CPU_DONE, which the proxy thread reads with acquire in test(). Nothing else of the
  * slot is touched by the proxy thread while it is BUSY. */
 #include <pthread.h>
@@ -27,7 +28,7 @@
 struct cs_helpers {
   pthread_mutex_t lock;
   pthread_cond_t wake;
-  cs_slot_t *head, *tail;
+  cs_work_t *head, *tail;
   bool stop;
   int n;
   pthread_t threads[];
@@ -40,12 +41,18 @@ static void *cs_helper_main(void *arg) {
   for (;;) {
     while (!h->head && !h->stop) pthread_cond_wait(&h->wake, &h->lock);
     if (h->stop) break;
-    cs_slot_t *sl = h->head;
-    h->head = sl->qnext;
+    cs_work_t *w = h->head;
+    h->head = w->qnext;
     if (!h->head) h->tail = NULL;
     pthread_mutex_unlock(&h->lock);
-    cs_coll_run_job(c, sl);
-    atomic_store_explicit(&sl->cpu, CS_CPU_DONE, memory_order_release);
+    cs_slot_t *sl = w->sl;
+    if (sl->nparts > 1)
+      cs_coll_run_part(c, sl, w->part);
+    else
+      cs_coll_run_job(c, sl);
+    /* the last part to finish hands the slot back (acq_rel: it sees the other parts' writes) */
+    if (atomic_fetch_sub_explicit(&sl->parts_left, 1, memory_order_acq_rel) == 1)
+      atomic_store_explicit(&sl->cpu, CS_CPU_DONE, memory_order_release);
     pthread_mutex_lock(&h->lock);
   }
   pthread_mutex_unlock(&h->lock);
@@ -56,7 +63,7 @@ strand_result_t cs_helpers_start(cs_comm_t *c) {
   int64_t want = -1;
   if (strand_param_get_int("STRAND_COLLNET_THREADS", &want) != STRAND_SUCCESS) want = -1;
   int n = want >= 0 ? (int)want : strand_topo_num_cpus() >= CS_HELPERS_MIN_CPUS ? CS_HELPERS_AUTO : 0;
-  if (n > CS_NSLOTS) n = CS_NSLOTS; /* a slot is the unit of work: more helpers would idle */
+  if (n > c->nslots) n = c->nslots; /* a slot is the unit of work: more helpers would idle */
   c->helpers = NULL;
   if (n == 0) return STRAND_SUCCESS;
   struct cs_helpers *h = calloc(1, sizeof *h + (size_t)n * sizeof(pthread_t));
@@ -98,15 +105,25 @@ int cs_helpers_count(const cs_comm_t *c) { return c->helpers ? c->helpers->n : 0
 bool cs_helpers_submit(cs_comm_t *c, cs_slot_t *sl) {
   struct cs_helpers *h = c->helpers;
   if (!h) return false;
+  int parts = sl->nparts > 1 ? sl->nparts : 1;
   atomic_store_explicit(&sl->cpu, CS_CPU_BUSY, memory_order_relaxed);
-  sl->qnext = NULL;
+  atomic_store_explicit(&sl->parts_left, parts, memory_order_relaxed);
   pthread_mutex_lock(&h->lock);
-  if (h->tail)
-    h->tail->qnext = sl;
+  for (int p = 0; p < parts; p++) {
+    cs_work_t *w = &sl->work[p];
+    w->sl = sl;
+    w->part = p;
+    w->qnext = NULL;
+    if (h->tail)
+      h->tail->qnext = w;
+    else
+      h->head = w;
+    h->tail = w;
+  }
+  if (parts > 1)
+    pthread_cond_broadcast(&h->wake);
   else
-    h->head = sl;
-  h->tail = sl;
-  pthread_cond_signal(&h->wake);
+    pthread_cond_signal(&h->wake);
   pthread_mutex_unlock(&h->lock);
   return true;
 }

@@ -22,10 +22,15 @@ static const strand_param_def_t cs_params[] = {
     STRAND_PARAM_ENUM("STRAND_COLLNET_STUB", NULL, "auto", STRAND_PARAM_CHOICES("auto", "on", "off"),
                       "software CollNet devices: auto = on unless the net has GPU memory support "
                       "and NCCL_COLLNET_ENABLE is not 1; on; off = 0 devices (no CollNet)"),
-    STRAND_PARAM_INT("STRAND_COLLNET_THREADS", NULL, -1, -1, CS_NSLOTS,
+    STRAND_PARAM_INT("STRAND_COLLNET_THREADS", NULL, -1, -1, 8,
                      "helper threads per collComm for staging copies and reductions (-1 = auto: 4 "
                      "on machines with 5 or more CPUs, else 0; 0 = all on NCCL's CollNet proxy "
                      "thread)"),
+    STRAND_PARAM_INT("STRAND_COLLNET_SLOTS", NULL, CS_NSLOTS, 1, CS_MAX_SLOTS,
+                     "chunks in flight per collComm (each holds 2 x nranks blocks of arena)"),
+    STRAND_PARAM_INT("STRAND_COLLNET_CHUNK_KB", NULL, CS_CHUNK_TARGET >> 10, 64, 16384,
+                     "user data per chunk in KiB; each peer's block is this / nranks, 4 KiB .. "
+                     "4 MiB"),
     STRAND_PARAM_BOOL("STRAND_COLLNET_DIRECT", NULL, true,
                       "all-reduce on registered buffers sends from and receives into them without "
                       "staging copies (the buffers are registered with the net too); 0 = stage every "

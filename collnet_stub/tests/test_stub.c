@@ -18,6 +18,7 @@
 
 #include "strand/collnet_stub.h"
 #include "strand/log.h"
+#include "strand/params.h"
 #include "strand/reduce.h"
 
 static int g_fail;
@@ -99,10 +100,24 @@ static strand_result_t mk_listen(void *ctx, int dev, void *handle, void **lc) {
   *lc = l;
   return STRAND_SUCCESS;
 }
+/* The chunk-size case: once rank 0's connect has read STRAND_COLLNET_CHUNK_KB (its first net
+ * connect comes after), the variable changes to g_chunk_other and rank 1 may start its connect. */
+static const char *g_chunk_other;
+static bool g_chunk_switched;
+static pthread_mutex_t g_chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_chunk_cond = PTHREAD_COND_INITIALIZER;
 static strand_result_t mk_connect(void *ctx, int dev, void *handle, void **sc, strand_dev_handle_t **dh) {
   (void)ctx, (void)dev, (void)dh;
   mk_handle_t *h = handle;
   *sc = NULL;
+  pthread_mutex_lock(&g_chunk_lock);
+  if (g_chunk_other && !g_chunk_switched) {
+    setenv("STRAND_COLLNET_CHUNK_KB", g_chunk_other, 1);
+    strand_params_reread_for_test();
+    g_chunk_switched = true;
+    pthread_cond_broadcast(&g_chunk_cond);
+  }
+  pthread_mutex_unlock(&g_chunk_lock);
   if (h->magic != 0x4d4b4844u) return STRAND_INVALID_ARGUMENT;
   /* The first try leaves a mark in the handle (as real nets keep state there) and returns NULL. */
   if (h->magic == 0x4d4b4844u && ((uint32_t *)handle)[31] != 1) {
@@ -206,13 +221,16 @@ static strand_result_t mk_test(void *req, int *done, int *sizes) {
   return rc;
 }
 static void mk_untrack_comm(mk_comm_t *c);
+static void mk_free_done_of(mk_comm_t *c);
 /* A comm closed with requests still posted (a failed collective leaves some) takes them with it,
  * as a real net cancels them: the peer must never copy into or out of the closer's freed buffers,
  * and the request tracker must not keep their addresses (a later request at the same address
- * would be counted against this freed comm). */
+ * would be counted against this freed comm). Requests already matched but never tested again
+ * (a failed comm stops testing) are freed too, as a real net frees its in-flight requests. */
 static strand_result_t mk_close(void *comm) {
   mk_comm_t *c = comm;
   pthread_mutex_lock(&mk_lock);
+  mk_free_done_of(c);
   mk_req_t **mine = c->is_send ? &c->pipe->sends : &c->pipe->recvs;
   for (mk_req_t *r = *mine, *n; r; r = n) n = r->next, free(r);
   *mine = NULL;
@@ -241,6 +259,15 @@ static mk_track_t mk_tracks[4096];
 static void mk_untrack_comm(mk_comm_t *c) { /* under mk_lock */
   for (int i = 0; i < 4096; i++)
     if (mk_tracks[i].req && mk_tracks[i].comm == c) mk_tracks[i].req = NULL;
+}
+static void mk_free_done_of(mk_comm_t *c) { /* under mk_lock; matched requests are off the FIFOs */
+  for (int i = 0; i < 4096; i++) {
+    mk_req_t *r = mk_tracks[i].req;
+    if (r && mk_tracks[i].comm == c && r->done) {
+      free(r);
+      mk_tracks[i].req = NULL;
+    }
+  }
 }
 static strand_result_t mk_isend_t(void *sc, void *data, size_t size, int tag, void *mh, void *ph, void **req) {
   strand_result_t rc = mk_isend(sc, data, size, tag, mh, ph, req);
@@ -713,6 +740,48 @@ static void *mismatch_main(void *arg) {
   return NULL;
 }
 
+/* Ranks that cut chunks differently (STRAND_COLLNET_CHUNK_KB 64 on rank 0, 128 on rank 1): the first
+ * all-reduce fails on both, neither reports it done, nothing hangs. */
+static void *chunk_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *lc = NULL, *cc = NULL;
+  CHECK(T->init(&ctx, 78, capture_logger) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  void *hp[2] = {g_handles[0], g_handles[1]};
+  if (rank == 1) {
+    pthread_mutex_lock(&g_chunk_lock);
+    while (!g_chunk_switched) pthread_cond_wait(&g_chunk_cond, &g_chunk_lock);
+    pthread_mutex_unlock(&g_chunk_lock);
+  }
+  CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
+  T->closeListen(lc);
+  if (!cc) return NULL;
+  size_t bytes = 1u << 18;
+  char *send = calloc(1, bytes), *recv = calloc(1, bytes);
+  void *smh = NULL, *rmh = NULL, *req = NULL;
+  CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  strand_result_t rc;
+  do rc = T->iallreduce(cc, send, recv, bytes / 4, STRAND_FLOAT32, STRAND_SUM, smh, rmh, &req);
+  while (rc == STRAND_SUCCESS && !req);
+  int done = 0;
+  long spins = 0;
+  for (; rc == STRAND_SUCCESS && !done && spins < 50000000L; spins++) rc = T->test(req, &done, NULL);
+  CHECK(!done && rc != STRAND_SUCCESS, "rank %d: chunk sizes 64 vs 128 KiB: done %d, test returned %d "
+        "after %ld polls (want a failure; 0 = a hang)", rank, done, (int)rc, spins);
+  pthread_barrier_wait(&g_bar);
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl of a failed comm");
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  return NULL;
+}
+
 static void run_ranks(int nranks, void *(*fn)(void *)) {
   g_nranks = nranks;
   pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
@@ -758,6 +827,14 @@ int main(void) {
     pthread_barrier_destroy(&g_bar);
     printf("%s: %d rank(s)\n", g_fail ? "FAIL" : "ok", g_nranks);
   }
+  /* Again at 3 ranks with 4 helper threads (CI's 2 CPUs get none by default): the reductions of
+   * large registered blocks are then cut into parts run by several helpers at once. */
+  setenv("STRAND_COLLNET_THREADS", "4", 1);
+  strand_params_reread_for_test();
+  run_ranks(3, rank_main);
+  unsetenv("STRAND_COLLNET_THREADS");
+  strand_params_reread_for_test();
+  printf("%s: 3 ranks, 4 helper threads (split reductions)\n", g_fail ? "FAIL" : "ok");
   strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
   for (int nr = 2; nr <= 3; nr++)
     for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
@@ -769,5 +846,16 @@ int main(void) {
               mc->name, mc->warn_has[k], g_warns);
       printf("%s: %d ranks, mismatch %s\n", g_fail ? "FAIL" : "ok", nr, mc->name);
     }
+  setenv("STRAND_COLLNET_CHUNK_KB", "64", 1);
+  strand_params_reread_for_test();
+  g_chunk_other = "128";
+  g_warns[0] = 0;
+  run_ranks(2, chunk_main);
+  CHECK(strstr(g_warns, "STRAND_COLLNET_CHUNK_KB"), "chunk sizes 64 vs 128 KiB: no WARN names "
+        "STRAND_COLLNET_CHUNK_KB; WARNs:\n%s", g_warns);
+  g_chunk_other = NULL;
+  unsetenv("STRAND_COLLNET_CHUNK_KB");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, chunk sizes 64 vs 128 KiB fail the collective on both\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
 }

@@ -25,6 +25,14 @@
 #       $E2E_BUILD-variant.
 #       Then, time permitting (E2E_BUDGET_S, default 200 s spent), the correctness check above at 2
 #       ranks. Exit 1 on a failed run or check.
+#   tests/e2e/collnet_e2e.sh variants 'ENV..'...   NRANKS ranks, E2E_ROUNDS (default 1) rounds: each
+#       argument is one configuration (environment assignments, e.g. the ring's
+#       "NCCL_ALGO=allreduce:Ring" or CollNet's with STRAND_COLLNET_SLOTS=32), run as run_e2e.sh
+#       sweep at E2E_SIZES (default 32K,16M,128M,1G), each followed by its ranks' `closing:` lines
+#       (docs/plugins/collnet.md) and, for CollNet, strand-socket's close lines of rank 0's first
+#       receive connections (CTSs written). `@CN@` in an argument stands for the CollNet settings
+#       ($collnet_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET). A round stops starting
+#       configurations once E2E_BUDGET_S (default 150) s are spent.
 #
 # On one-GPU fake nodes NCCL 2.28 can only use CollNetChain, and only for all-reduce: all-gather and
 # reduce-scatter run as Ring there whatever the plugin offers (docs/plugins/collnet.md, "How NCCL
@@ -96,6 +104,35 @@ copies() {
   return $rc
 }
 
+# The `variants` mode (see the top): several configurations, same sizes, closing lines after each.
+variants() {
+  local t0=$SECONDS rc=0 n=${NRANKS:-2} sizes=${E2E_SIZES:-32K,16M,128M,1G}
+  local cn="$collnet_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+  echo "# $(date -u +%FT%TZ) $(hostname): all-reduce, $n ranks, $# configurations, ${E2E_ROUNDS:-1} rounds"
+  for ((round = 1; round <= ${E2E_ROUNDS:-1}; round++)); do
+    for conf in "$@"; do
+      if ((SECONDS - t0 > ${E2E_BUDGET_S:-150})); then
+        echo "# budget of ${E2E_BUDGET_S:-150} s spent: '$conf' of round $round and later not run"
+        return $rc
+      fi
+      local envs=${conf//@CN@/$cn}
+      echo "## round $round, $n ranks: $conf"
+      E2E_SIZES=$sizes NRANKS=$n "$root/tests/e2e/run_e2e.sh" sweep "$envs" || rc=1
+      grep -h 'closing:' "$build"/log.sweep.rank* | sed 's/.*collnet_stub: /# closing: /' || true
+      # strand-socket's per-connection close line (eager messages, CTSs written), rank 0's first few
+      [[ $conf == *@CN@* ]] && { grep -h 'receive connection with.*closed: [0-9]* eager' "$build"/log.sweep.rank0 | head -2 \
+        | sed 's/.*receive connection with/# rank 0 net: receive connection with/' || true; }
+    done
+    echo "# $((SECONDS - t0)) s so far"
+  done
+  return $rc
+}
+
+if [[ $mode == variants ]]; then
+  shift
+  variants "$@" || exit 1
+  exit 0
+fi
 if [[ $mode == copies ]]; then
   copies || exit 1
   exit 0
@@ -134,7 +171,7 @@ for nodes in ${E2E_COLLNET_NODES:-2 4}; do
         "$root/tests/e2e/run_e2e.sh" sweep "NCCL_ALGO=allreduce:Ring" "$collnet_env" || fail=1
       ;;
     *)
-      echo "usage: $0 check|bench|copies" >&2
+      echo "usage: $0 check|bench|copies|variants" >&2
       exit 2
       ;;
   esac
