@@ -688,6 +688,18 @@ static strand_result_t mm_post(void *cc, int kind, char *send, char *recv, size_
   return T->ireducescatter(cc, 1, &part, recv, bpr, 0, total, t, op, rmh, req);
 }
 
+/* After a collective failed on purpose: once every rank is past its checks, the failed comm
+ * still deregisters, closes and finalizes cleanly. */
+static void close_failed_comm(void *ctx, void *cc, void *smh, void *rmh, char *send, char *recv) {
+  pthread_barrier_wait(&g_bar);
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl of a failed comm");
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+}
+
 static void *mismatch_main(void *arg) {
   int rank = (int)(intptr_t)arg, n = g_nranks, side = rank == n - 1;
   const mm_case_t *mc = &mm_cases[g_case];
@@ -730,13 +742,7 @@ static void *mismatch_main(void *arg) {
   rc = T->iallreduce(cc, send, recv, 100, STRAND_FLOAT32, STRAND_SUM, smh, rmh, &req);
   CHECK(rc == STRAND_INVALID_USAGE && req == NULL, "rank %d: %s: a later iallreduce returned %d, request %p",
         rank, mc->name, (int)rc, req);
-  pthread_barrier_wait(&g_bar);
-  T->deregMr(cc, smh);
-  T->deregMr(cc, rmh);
-  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl of a failed comm");
-  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
-  free(send);
-  free(recv);
+  close_failed_comm(ctx, cc, smh, rmh, send, recv);
   return NULL;
 }
 
@@ -772,13 +778,7 @@ static void *chunk_main(void *arg) {
   for (; rc == STRAND_SUCCESS && !done && spins < 50000000L; spins++) rc = T->test(req, &done, NULL);
   CHECK(!done && rc != STRAND_SUCCESS, "rank %d: chunk sizes 64 vs 128 KiB: done %d, test returned %d "
         "after %ld polls (want a failure; 0 = a hang)", rank, done, (int)rc, spins);
-  pthread_barrier_wait(&g_bar);
-  T->deregMr(cc, smh);
-  T->deregMr(cc, rmh);
-  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl of a failed comm");
-  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
-  free(send);
-  free(recv);
+  close_failed_comm(ctx, cc, smh, rmh, send, recv);
   return NULL;
 }
 
