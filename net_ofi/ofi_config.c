@@ -54,6 +54,10 @@ static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_INT("STRAND_OFI_RAIL_QUIET_US", NULL, 100, 0, 1000000,
                      "a rail thread progresses its rail only when no caller has touched the rail "
                      "for this long (0: whenever the rail's lock is free)"),
+    STRAND_PARAM_INT("STRAND_OFI_RAIL_BLOCK", NULL, 1, 1, 64,
+                     "consecutive comms (NCCL opens one per channel and peer, channel 0 first) a "
+                     "device puts on one rail before moving to the next: 2 puts channels 0-1 on "
+                     "rail 0, 2-3 on rail 1, ... (1: round robin)"),
     STRAND_PARAM_INT("STRAND_OFI_SPEED_MBPS", NULL, 0, 0, 10000000,
                      "link speed reported to NCCL in Mb/s, from which NCCL sizes its channel count "
                      "(0: the speed libfabric or sysfs gives for the device)"),
@@ -65,6 +69,10 @@ static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
                      "log (INFO) every request that took at least this long from post to "
                      "completion, and the first completion of every comm (0: off)"),
+    STRAND_PARAM_BOOL("STRAND_OFI_INJECT", NULL, true,
+                      "send host-memory messages no larger than the provider's inject_size with "
+                      "fi_tinject: the request is done at once, with no completion to reap (0: "
+                      "every send by fi_tsend)"),
 };
 
 /* A bad STRAND_OFI_TUNER_CHANNELS fails the init that read it (net or tuner), with a WARN naming the
@@ -96,8 +104,9 @@ strand_result_t ofi_params_load(void) {
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
   bool rail_threads = true;
+  bool inject = true;
   int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1, quiet = 0, speed = 0,
-          slow = 0;
+          slow = 0, block = 1;
   if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
                                     sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -112,7 +121,9 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_bool("STRAND_OFI_RAIL_THREADS", &rail_threads)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_RAIL_QUIET_US", &quiet)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_SPEED_MBPS", &speed)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_RAIL_BLOCK", &block)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_SLOW_MS", &slow)) != STRAND_SUCCESS ||
+      (r = strand_param_get_bool("STRAND_OFI_INJECT", &inject)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_TUNER_CHANNELS", ofi_params.tuner_channels,
                                     sizeof ofi_params.tuner_channels)) != STRAND_SUCCESS)
     return r;
@@ -136,7 +147,9 @@ strand_result_t ofi_params_load(void) {
   ofi_params.rail_threads = rail_threads;
   ofi_params.rail_quiet_ns = (uint64_t)quiet * 1000u;
   ofi_params.speed_mbps = (int)speed;
+  ofi_params.rail_block = (int)block;
   ofi_params.slow_ms = (uint64_t)slow;
+  ofi_params.inject = inject;
   strand_params_dump();
   return STRAND_SUCCESS;
 }
