@@ -79,10 +79,14 @@ typedef struct {
   bool rail_threads;         /* STRAND_OFI_RAIL_THREADS: a progress thread per rail (rails > 1) */
   uint64_t rail_quiet_ns;    /* STRAND_OFI_RAIL_QUIET_US: a thread leaves a rail a caller used
                                 more recently than this to the caller (0: no such rule) */
+  int rail_block;            /* STRAND_OFI_RAIL_BLOCK: consecutive comms a device puts on one
+                                rail before moving to the next */
   int speed_mbps;            /* STRAND_OFI_SPEED_MBPS: speed reported to NCCL (0: discovered) */
   char tuner_channels[256];  /* STRAND_OFI_TUNER_CHANNELS: the tuner's size bands ("" = none) */
   strand_tuner_bands_t tuner_bands; /* ... parsed (a bad value fails ofi_params_load) */
   uint64_t slow_ms;          /* STRAND_OFI_SLOW_MS: trace requests slower than this (0: off) */
+  bool inject;               /* STRAND_OFI_INJECT: host-memory sends up to the provider's
+                                inject_size go by fi_tinject (no completion to reap) */
 } ofi_params_t;
 extern ofi_params_t ofi_params;
 strand_result_t ofi_params_load(void);
@@ -147,6 +151,7 @@ struct ofi_req {
   int completed;    /* slots whose completion (good or bad) arrived */
   strand_result_t result;
   bool abandoned;   /* test() already reported an error; free once the posted slots complete */
+  bool injected;    /* a send that went by fi_tinject: complete at once, no completion follows */
   uint64_t t_post_ms;
   int sizes[OFI_MAX_RECVS];
   void *bufs[OFI_MAX_RECVS];
@@ -265,6 +270,7 @@ typedef struct ofi_dev {
   bool hmem;                /* FI_HMEM offered: NCCL_PTR_CUDA */
   uint64_t mr_mode;
   size_t max_msg_size;
+  size_t inject_size;       /* tx_attr->inject_size: fi_tinject takes up to this many bytes */
   struct fi_info *info;     /* the fi_info this device is opened from */
 
   pthread_mutex_t lock;

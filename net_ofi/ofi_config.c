@@ -12,15 +12,17 @@ ofi_params_t ofi_params;
 
 /* The rails profile STRAND_OFI_RAILS=0 (auto) picks on machines with this many CPUs or more: 4
  * rails whose threads keep off a rail a caller used in the last 100 us, a speed that makes NCCL
- * open 8 channels (one comm per channel, spread over the rails), and tuner bands that keep
- * mid-size collectives on 2 channels. Measured through real NCCL on 2 H200s (32 cores,
- * docs/benchmarks/ofi.md, 2026-11-27): 1.2-1.5x the built-in Socket from 16 MiB where one rail
- * was at 0.8-0.9x, and no 8-byte first-use stall; rail threads spin, so machines with few CPUs
- * keep one rail. */
+ * open 8 channels (one comm per channel, spread over the rails), and tuner bands that run
+ * mid-size collectives on 2 channels with the Simple protocol. Measured through real NCCL on 2
+ * H200s (32 cores, docs/benchmarks/ofi.md, 2026-11-27): 1.2-1.5x the built-in Socket from 16 MiB
+ * where one rail was at 0.8-0.9x, and no 8-byte first-use stall; rail threads spin, so machines
+ * with few CPUs keep one rail. Simple up to 1 MiB (2026-11-28): the 100 Gb/s speed otherwise keeps
+ * NCCL on LL there, which doubles the bytes on the wire; with it 128 KiB went from 0.62-0.84x to
+ * 1.03x the built-in and 256 KiB from 0.57-0.60x to 1.13x. */
 #define OFI_AUTO_RAILS 4
 #define OFI_AUTO_RAILS_MIN_CPUS 16
 #define OFI_AUTO_SPEED_MBPS 100000
-#define OFI_AUTO_TUNER_BANDS "16K:0,1M:2"
+#define OFI_AUTO_TUNER_BANDS "16K:0,1M:2:simple"
 
 
 static const strand_param_def_t ofi_param_defs[] = {
@@ -47,13 +49,17 @@ static const strand_param_def_t ofi_param_defs[] = {
                      "endpoints per device, each with its own provider connections and progress "
                      "thread; comms are spread over them (1 = one endpoint, progressed by the "
                      "callers only; 0 = auto: 4 rails with a speed of 100 Gb/s and tuner bands "
-                     "16K:0,1M:2 unless those are set, on machines with 16 CPUs or more, else 1)"),
+                     "16K:0,1M:2:simple unless those are set, on machines with 16 CPUs or more, else 1)"),
     STRAND_PARAM_BOOL("STRAND_OFI_RAIL_THREADS", NULL, true,
                       "with several rails, give each rail a progress thread (0: the rails are "
                       "progressed by the callers' test/isend/irecv only)"),
     STRAND_PARAM_INT("STRAND_OFI_RAIL_QUIET_US", NULL, 100, 0, 1000000,
                      "a rail thread progresses its rail only when no caller has touched the rail "
                      "for this long (0: whenever the rail's lock is free)"),
+    STRAND_PARAM_INT("STRAND_OFI_RAIL_BLOCK", NULL, 1, 1, 64,
+                     "consecutive comms (NCCL opens one per channel and peer, channel 0 first) a "
+                     "device puts on one rail before moving to the next: 2 puts channels 0-1 on "
+                     "rail 0, 2-3 on rail 1, ... (1: round robin)"),
     STRAND_PARAM_INT("STRAND_OFI_SPEED_MBPS", NULL, 0, 0, 10000000,
                      "link speed reported to NCCL in Mb/s, from which NCCL sizes its channel count "
                      "(0: the speed libfabric or sysfs gives for the device)"),
@@ -65,6 +71,10 @@ static const strand_param_def_t ofi_param_defs[] = {
     STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
                      "log (INFO) every request that took at least this long from post to "
                      "completion, and the first completion of every comm (0: off)"),
+    STRAND_PARAM_BOOL("STRAND_OFI_INJECT", NULL, false,
+                      "send host-memory messages no larger than the provider's inject_size with "
+                      "fi_tinject: the request is done at once, with no completion to reap (0: "
+                      "every send by fi_tsend)"),
 };
 
 /* A bad STRAND_OFI_TUNER_CHANNELS fails the init that read it (net or tuner), with a WARN naming the
@@ -96,8 +106,9 @@ strand_result_t ofi_params_load(void) {
   if (r != STRAND_SUCCESS) return r;
   bool hmem = true;
   bool rail_threads = true;
+  bool inject = false;
   int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1, quiet = 0, speed = 0,
-          slow = 0;
+          slow = 0, block = 1;
   if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
                                     sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -112,7 +123,9 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_bool("STRAND_OFI_RAIL_THREADS", &rail_threads)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_RAIL_QUIET_US", &quiet)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_SPEED_MBPS", &speed)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_RAIL_BLOCK", &block)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_SLOW_MS", &slow)) != STRAND_SUCCESS ||
+      (r = strand_param_get_bool("STRAND_OFI_INJECT", &inject)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_TUNER_CHANNELS", ofi_params.tuner_channels,
                                     sizeof ofi_params.tuner_channels)) != STRAND_SUCCESS)
     return r;
@@ -136,7 +149,9 @@ strand_result_t ofi_params_load(void) {
   ofi_params.rail_threads = rail_threads;
   ofi_params.rail_quiet_ns = (uint64_t)quiet * 1000u;
   ofi_params.speed_mbps = (int)speed;
+  ofi_params.rail_block = (int)block;
   ofi_params.slow_ms = (uint64_t)slow;
+  ofi_params.inject = inject;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

@@ -175,6 +175,7 @@ static strand_result_t add_rails(ofi_dev_t *d) {
     r->hmem = d->hmem;
     r->mr_mode = d->mr_mode;
     r->max_msg_size = d->max_msg_size;
+    r->inject_size = d->inject_size;
     r->info = d->info;
     pthread_mutex_init(&r->lock, NULL);
     d->rails[k] = r;
@@ -314,6 +315,7 @@ static strand_result_t discover(void) {
     if (!d->info) return STRAND_SYSTEM_ERROR;
     d->mr_mode = d->info->domain_attr->mr_mode;
     d->max_msg_size = d->info->ep_attr->max_msg_size;
+    d->inject_size = d->info->tx_attr ? d->info->tx_attr->inject_size : 0;
     pthread_mutex_init(&d->lock, NULL);
     describe_device(d, d->info);
     if (add_rails(d) != STRAND_SUCCESS) return STRAND_SYSTEM_ERROR;

@@ -108,9 +108,13 @@ void ofi_rail_touch(ofi_dev_t *d) {
 }
 
 /* Round robin per device over the rails both ends have, so that the comms NCCL opens between two
- * processes (one per channel and peer) spread evenly. */
+ * processes (one per channel and peer) spread evenly. STRAND_OFI_RAIL_BLOCK=B moves to the next
+ * rail only every B comms: NCCL connects channel 0 first, and a tuner band that runs mid-size
+ * collectives on the first B channels then keeps them on one rail, while the large sizes on all
+ * channels still use every rail. */
 int ofi_rail_pick(ofi_dev_t *d, int peer_rails) {
   int n = d->nrails < peer_rails ? d->nrails : peer_rails;
   if (n <= 1) return 0;
-  return (int)(atomic_fetch_add(&d->next_rail, 1u) % (uint32_t)n);
+  uint32_t k = atomic_fetch_add(&d->next_rail, 1u) / (uint32_t)ofi_params.rail_block;
+  return (int)(k % (uint32_t)n);
 }

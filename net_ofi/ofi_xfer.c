@@ -209,6 +209,26 @@ static void prof_start(void **event, void *parent, int op, size_t length) {
   strand_profiler_start(event, parent, STRAND_PROFILER_NET_ID_SOCK, &d);
 }
 
+/* STRAND_OFI_INJECT: a send of at most the provider's inject_size from host memory goes by
+ * fi_tinject. Why: through tcp;ofi_rxm a small fi_tsend costs the provider a transmit buffer and a
+ * completion that the next progress call must write and test() must read; an inject is copied at
+ * once and never completes, which NCCL's contract allows (a send is done when its buffer may be
+ * reused, not when the peer has it). fi_tinject takes no descriptor, so the provider reads the
+ * buffer as host memory: GPU memory (FI_HMEM) always goes by fi_tsend. A delivery failure after
+ * the inject still fails the comm (the peer's TRUNC notice, the liveness probe): only the request
+ * that was already done does not carry it. */
+static bool send_can_inject(const ofi_dev_t *d, size_t size, void *mhandle) {
+  if (!ofi_params.inject || size > d->inject_size) return false;
+  const ofi_mr_t *mr = mhandle ? ((ofi_mh_t *)mhandle)->entry : NULL;
+  return mr == NULL || mr->iface == FI_HMEM_SYSTEM;
+}
+
+static ssize_t send_post(ofi_dev_t *d, ofi_comm_t *c, ofi_req_t *r, bool inject) {
+  if (inject) return fi_tinject(d->ep, r->bufs[0], r->lens[0], c->peer, r->tags[0]);
+  return fi_tsend(d->ep, r->bufs[0], r->lens[0], r->descs[0], c->peer, r->tags[0],
+                  &r->subs[0].op.fi_ctx);
+}
+
 strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
                           void *phandle, void **request) {
   ofi_comm_t *c = sendComm;
@@ -237,17 +257,29 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   r->lens[0] = size;
   r->descs[0] = desc;
   r->tags[0] = make_tag(c->data_id, *seq, tag);
-  ssize_t rc = fi_tsend(d->ep, data, size, desc, c->peer, r->tags[0], &r->subs[0].op.fi_ctx);
+  bool inject = send_can_inject(d, size, mhandle);
+  ssize_t rc = send_post(d, c, r, inject);
   if (rc == -FI_EAGAIN) {
     ofi_progress(d);
-    rc = fi_tsend(d->ep, data, size, desc, c->peer, r->tags[0], &r->subs[0].op.fi_ctx);
+    rc = send_post(d, c, r, inject);
+  }
+  if (inject && rc != 0 && rc != -FI_EAGAIN) {
+    inject = false; /* the provider refused the inject itself: the plain send says what is wrong */
+    rc = send_post(d, c, r, false);
   }
   if (rc == 0) {
     (*seq)++;
     if (strand_profiler_wanted(phandle))
       prof_start(&r->prof[0], phandle, STRAND_PROFILE_SOCK_SEND, size);
     r->posted = 1;
-    c->outstanding++;
+    if (inject) {
+      /* The provider copied the message and will not report it: it is done now. */
+      r->injected = true;
+      r->subs[0].done = true;
+      r->completed = 1;
+    } else {
+      c->outstanding++;
+    }
     c->eagain_since_ms = 0;
     *request = r;
   } else {
@@ -462,7 +494,9 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
       r->n = r->posted;
     }
   }
-  if (r->completed < r->n) ofi_progress(d);
+  /* An injected send is done, but its bytes may still sit in the provider's queue (a full socket
+   * buffer): progressing here keeps them moving when no other request of the rail is tested. */
+  if (r->completed < r->n || r->injected) ofi_progress(d);
   if (r->completed < r->n && r->result == STRAND_SUCCESS && c->failed == STRAND_SUCCESS)
     maybe_probe(c, r->t_post_ms);
   /* A send whose data left but which the caller has not yet been told is done fails with its

@@ -10,6 +10,7 @@
  *     refused by connect with an error (and a clear warning for the older layout), not misread.
  * STRAND_OFI_RAIL_THREADS=0 (rails without threads: none may run) and STRAND_OFI_RAIL_QUIET_US
  * (threads that keep off a rail a caller uses) must move the same data intact.
+ * STRAND_OFI_RAIL_BLOCK=B (both processes): the rails change every B comms instead of every comm.
  * STRAND_OFI_RAILS sets both processes' rails; OFI_RAILS_SENDER, when set, the sender's alone (rail
  * counts that differ: the connection uses the rails both have).
  * Usage: ofi_rails PLUGIN.so   (FI_PROVIDER selects the provider). Exit 0 = all passed. */
@@ -195,6 +196,9 @@ static int sender(const char *path, int in_fd, int out_fd, int k, int mine, int 
   return 0;
 }
 
+/* STRAND_OFI_RAIL_BLOCK: consecutive comms per rail before the next (1 = plain round robin). */
+static int rail_block = 1;
+
 static int receiver(int to_child, int from_child, int k, int nrails, int both) {
   static char handles[MAX_COMMS][STRAND_NET_HANDLE_MAXSIZE];
   void *l[MAX_COMMS] = {0}, *r[MAX_COMMS] = {0};
@@ -216,8 +220,9 @@ static int receiver(int to_child, int from_child, int k, int nrails, int both) {
   int used = 0;
   for (int i = 0; i < k; i++) {
     PT_CHECK(conn[i] == acc[i], "comm %d: sender on rail %d, receiver on rail %d", i, conn[i], acc[i]);
-    PT_CHECK(conn[i] == i % both, "comm %d on rail %d, round robin over %d rail(s) says %d", i,
-             conn[i], both, i % both);
+    int want = (i / rail_block) % both;
+    PT_CHECK(conn[i] == want, "comm %d on rail %d, round robin in blocks of %d over %d rail(s) "
+             "says %d", i, conn[i], rail_block, both, want);
     used |= 1 << conn[i];
   }
   PT_CHECK(used == (1 << both) - 1, "rails used: mask 0x%x, want all %d", used, both);
@@ -292,7 +297,9 @@ int main(int argc, char **argv) {
   int nrails = env_int("STRAND_OFI_RAILS", 1);
   int snd_rails = env_int("OFI_RAILS_SENDER", nrails);
   int both = nrails < snd_rails ? nrails : snd_rails;
-  int k = 2 * (nrails > snd_rails ? nrails : snd_rails);
+  rail_block = env_int("STRAND_OFI_RAIL_BLOCK", 1);
+  if (rail_block < 1) rail_block = 1;
+  int k = 2 * rail_block * (nrails > snd_rails ? nrails : snd_rails);
   if (k < 3) k = 3;
   int to_child[2], from_child[2];
   if (pipe(to_child) || pipe(from_child)) return 2;
