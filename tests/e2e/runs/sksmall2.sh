@@ -10,7 +10,7 @@
 # 3 alternating rounds, plus the proxy-step profile at 16 B / 4 ranks for the three (2 ranks
 # and 2-rank rounds only when fewer than 4 GPUs are lent). < 3 min.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0
 D=build-e2e/sksmall2; rm -rf "$D"; mkdir -p "$D"
 H=STRAND_SOCKET_HANDOFF
@@ -34,7 +34,7 @@ CUDA_VISIBLE_DEVICES=$PDEV NRANKS=$PN E2E_SIZES=16 timeout 50 tests/e2e/run_e2e.
 echo "# profile done at ${SECONDS}s"
 one_round 2
 if (( SECONDS < 120 )); then one_round 3; else echo "# round 3 skipped (${SECONDS}s)"; fi
-for n in $RANKS; do python3 scratch-gpu/sksmall_table.py "$D"/n$n-r*.txt; done
+for n in $RANKS; do python3 tests/e2e/runs/sksmall_table.py "$D"/n$n-r*.txt; done
 echo "# profile, $PN ranks, 16 B (rank 0, median/p90 per phase):"
 grep -E '^\s+\[' "$D/profile-n$PN.txt" | grep -E 'phase=' | head -40
 tar czf "$OUT/sksmall2.tgz" -C build-e2e sksmall2

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Median table of the rounds of scratch-gpu/sksmall.sh: each file is one round holding several
+"""Median table of the rounds of tests/e2e/runs/sksmall.sh: each file is one round holding several
 nccl_e2e --perf sections ('# NAME: allreduce, N ranks, ...' then 'size count us algbw busbw iters'
 lines). Prints per size the median µs of each configuration, the faster built-in (per round the
 faster of builtin-default and builtin-tuned, then the median) and each strand row's ratio to it."""

@@ -6,7 +6,7 @@
 # all-reduce 8 B .. 16 MiB, 4 and 2 ranks (4 only where 4 GPUs are), up to 3 rounds, plus the
 # 16 B profile. < 3 min. Output: one tarball under $OUT and median tables on stdout.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0
 D=build-e2e/sksmall3; rm -rf "$D"; mkdir -p "$D"
 H=STRAND_SOCKET_HANDOFF
@@ -30,7 +30,7 @@ CUDA_VISIBLE_DEVICES=$PDEV NRANKS=$PN E2E_SIZES=16 timeout 50 tests/e2e/run_e2e.
 echo "# profile done at ${SECONDS}s"
 one_round 2
 if (( SECONDS < 120 )); then one_round 3; else echo "# round 3 skipped (${SECONDS}s)"; fi
-for n in $RANKS; do python3 scratch-gpu/sksmall_table.py "$D"/n$n-r*.txt; done
+for n in $RANKS; do python3 tests/e2e/runs/sksmall_table.py "$D"/n$n-r*.txt; done
 echo "# profile, $PN ranks, 16 B (rank 0, median/p90 per phase):"
 grep -E '^\s+\[' "$D/profile-n$PN.txt" | grep -E 'phase=' | head -40
 tar czf "$OUT/sksmall3.tgz" -C build-e2e sksmall3

@@ -3,9 +3,9 @@
 # (STRAND_SOCKET_HANDOFF, default auto = on with >= 16 CPUs) against the proxy writing itself
 # (=0) and NCCL's built-in Socket (default, tuned), all-reduce 8 B .. 8 KiB, 4 and 2 ranks, up to
 # 3 alternating rounds, plus one proxy-step profile at 16 B / 4 ranks. < 3 min. Output: one
-# tarball under $OUT and a median table on stdout (scratch-gpu/sksmall_table.py).
+# tarball under $OUT and a median table on stdout (tests/e2e/runs/sksmall_table.py).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0
 D=build-e2e/sksmall; rm -rf "$D"; mkdir -p "$D"
 H=STRAND_SOCKET_HANDOFF
@@ -28,8 +28,8 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 NRANKS=4 E2E_SIZES=16 timeout 40 tests/e2e/run_e2e.
 echo "# profile done at ${SECONDS}s"
 one_round 2
 if (( SECONDS < 125 )); then one_round 3; else echo "# round 3 skipped (${SECONDS}s)"; fi
-python3 scratch-gpu/sksmall_table.py "$D"/n4-r*.txt
-python3 scratch-gpu/sksmall_table.py "$D"/n2-r*.txt
+python3 tests/e2e/runs/sksmall_table.py "$D"/n4-r*.txt
+python3 tests/e2e/runs/sksmall_table.py "$D"/n2-r*.txt
 echo "# profile, 4 ranks, 16 B (rank 0, median/p90 per phase):"
 grep -E '^\s+\[' "$D/profile-n4.txt" | head -60
 tar czf "$OUT/sksmall.tgz" -C build-e2e sksmall

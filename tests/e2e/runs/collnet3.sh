@@ -6,7 +6,7 @@
 # the new defaults. With fewer than 4 GPUs the 4-rank part becomes a third 2-rank round.
 # ~160 s on 4 x H200, at most 180 s. Output: one file, $OUT/collnet3.txt.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp}/collnet3.txt
 R="NCCL_ALGO=allreduce:Ring"
 OLD="STRAND_COLLNET_SLOTS=8 STRAND_COLLNET_CHUNK_KB=1024"

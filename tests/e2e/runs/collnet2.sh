@@ -7,7 +7,7 @@
 # message kept, as on main) against this tree's default (none). ~150 s on 4 x H200, at most 180 s
 # (every phase has a budget and a timeout). Output: one file, $OUT/collnet2.txt.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp}/collnet2.txt
 R="NCCL_ALGO=allreduce:Ring"
 B16="NCCL_BUFFSIZE=16777216"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Second GPU-RUN of helper ofi, session 7 (issue 26 item 2). Not for merging.
+# Second GPU-RUN of helper ofi, session 7 (issue 26 item 2).
 # One command from the repository root, < 3 min (needs .e2e-carry for libfabric):
-#   scratch-gpu/ofi2.sh
+#   tests/e2e/runs/ofi2.sh
 # strand-ofi's default is now bands 16K:0,1M:2:simple (round 1: Simple on 2 channels brought
 # 128-256 KiB to 1.03-1.13x) and no fi_tinject (neutral in round 1). 2 ranks (GPUs 0,1), 2 rounds:
 #   b1m1s   Simple on 2 channels to 256 KiB, Simple on 1 channel to 1 MiB (round 1: one channel
@@ -13,13 +13,13 @@
 # built-in, default, blk2.
 # Everything lands in $OUT/ofi-gpu2.tgz (+ the printed log $OUT/ofi-gpu2.txt).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
 out=${OUT:-$root/build-e2e/ofi-gpu-out}
 work=$out/ofi-gpu2
 mkdir -p "$work/n2" "$work/n4"
 {
-  echo "# $(date -u +%FT%TZ) scratch-gpu/ofi2.sh at $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
+  echo "# $(date -u +%FT%TZ) tests/e2e/runs/ofi2.sh at $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
   nvidia-smi -L 2>/dev/null; nproc
   CUDA_VISIBLE_DEVICES=0,1 NRANKS=2 E2E_ROUNDS=2 E2E_BUDGET_S=68 E2E_SLOW_MS=0 E2E_TRACE_LINES=0 \
     E2E_SIZES=8,32,128K,256K,512K,1M,16M,1G OUT=$work/n2 timeout 110 tests/e2e/run_e2e.sh ofi-tune \
