@@ -20,6 +20,7 @@ echo "# $NG GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 CFGS=('' "$H=1 ${H}_MIN_BYTES=4096" "$H=1 ${H}_MIN_BYTES=1024" "$H=1" "$B" "$B NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8")
 k=${#CFGS[@]}
 RANKS=2; [ "$NG" -ge 4 ] && RANKS="2 4"
+RANKS=${SK_RANKS:-$RANKS} # SK_RANKS=4: the 4-rank rounds only (a second call on a 4-GPU host)
 for r in $(seq 1 10); do
   rot=(); for ((i = 0; i < k; i++)); do rot+=("${CFGS[$(((i + r) % k))]}"); done
   for n in $RANKS; do
