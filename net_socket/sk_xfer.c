@@ -120,8 +120,10 @@ static bool ctrl_flush(sk_comm_t *c) {
 }
 
 /* Whether a control write of this size is one to hand over (STRAND_SOCKET_HANDOFF_MIN_BYTES up
- * to SK_HANDOFF_MAX): on 4 GPUs handing over 16-64 B messages lost 1-8 us per all-reduce, handing
- * over the KiB-sized eager messages of 64 KiB-16 MiB ones gained up to 20 %. */
+ * to SK_HANDOFF_MAX): a size rule because handing over the smallest messages cost time while the
+ * KiB-sized eager messages of larger all-reduces looked like they might gain, which later rounds
+ * did not confirm; the measurements are in docs/benchmarks/socket.md, "Handing small control
+ * writes to a spinning worker". */
 static bool handoff_size(const sk_comm_t *c, size_t len) {
   return len >= c->handoff_min && len <= SK_HANDOFF_MAX;
 }

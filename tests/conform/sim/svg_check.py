@@ -10,7 +10,8 @@ every coordinate finite and inside the drawing, no "nan"/"inf" anywhere.
   svg_check.py perf CONFORM PLUGIN       strand-conform perf --svg with tiny sizes and --ref tcp
   svg_check.py sweep SCRIPT TESTDATA     sweep_chart.py on the e2e and perf samples in TESTDATA
   svg_check.py docs SCRIPT DOCDIR        every DOCDIR/data/NAME.csv redrawn by sweep_chart.py
-                                         equals the committed DOCDIR/NAME.svg, which passes the checks
+                                         equals the committed DOCDIR/NAME.svg, which passes the checks;
+                                         a CSV with a "# source:" line holds its table's numbers
   svg_check.py file SVG...               the generic checks only
 """
 import math
@@ -194,6 +195,82 @@ def cmd_sweep(script, data):
     print("ok: sweep_chart.py")
 
 
+SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,
+              "G": 1 << 30, "GIB": 1 << 30}
+
+
+def md_size(cell):
+    """A table's size cell ("16 B", "1 KiB", "4K", "128M", "8") in bytes, or None."""
+    m = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", cell.replace("*", "").strip())
+    if not m or m.group(2).upper() not in SIZE_UNITS:
+        return None
+    return int(m.group(1)) * SIZE_UNITS[m.group(2).upper()]
+
+
+def md_section_tables(md, heading):
+    """The markdown tables (rows of cells, header and rule left out) of the section whose heading
+    line starts with HEADING, up to the next heading of the same or a higher level."""
+    lines = md.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith(heading)), None)
+    need(start is not None and heading.startswith("#"), "no heading %r" % heading)
+    level = len(heading) - len(heading.lstrip("#"))
+    tables, cur = [], None
+    for line in lines[start + 1:]:
+        h = re.match(r"(#+)\s", line)
+        if h and len(h.group(1)) <= level:
+            break
+        if not line.startswith("|"):
+            cur = None
+            continue
+        if cur is None:
+            cur = []
+            tables.append(cur)
+        cur.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return [[r for r in t[1:] if not all(re.fullmatch(r":?-+:?", c) for c in r)] for t in tables]
+
+
+def check_source(csvf, docdir, text=None):
+    """A data CSV whose '# source: PAGE.md | HEADING | N [| ROW]' line names the N-th table of a
+    section (and, with ROW, only its rows that have a cell ROW) was transcribed from it: every CSV
+    row's nonempty values, in column order, appear in that order among the numbers of a table row
+    of the same size, the rows in the table's order. A value changed on either side is caught; the
+    ratio columns the CSV leaves out are skipped over. Returns False for a CSV without the line."""
+    text = open(csvf, encoding="utf-8").read() if text is None else text
+    src = re.search(r"^#\s*source:\s*(.*)$", text, re.M)
+    if not src:
+        return False
+    parts = [p.strip() for p in src.group(1).split("|")]
+    need(len(parts) in (3, 4), "%s: source is 'PAGE.md | HEADING | N [| ROW]'" % csvf)
+    md = open(os.path.join(docdir, parts[0]), encoding="utf-8").read()
+    tables = md_section_tables(md, parts[1])
+    n = int(parts[2])
+    need(1 <= n <= len(tables), "%s: %s %r has %d tables, not %d" %
+         (csvf, parts[0], parts[1], len(tables), n))
+    rows = []
+    for r in tables[n - 1]:
+        if len(parts) == 4 and parts[3] not in r:
+            continue
+        k = next((i for i, c in enumerate(r) if md_size(c) is not None), None)
+        if k is not None:
+            nums = [t for c in r[k + 1:] for t in re.findall(r"\d+(?:\.\d+)?", c)]
+            rows.append((md_size(r[k]), nums))
+    data = [l for l in text.splitlines() if l.strip() and not l.startswith("#")]
+    j = 0
+    for line in data[1:]:
+        cells = [c.strip() for c in line.split(",")]
+        size, vals = md_size(cells[0]), [c for c in cells[1:] if c]
+
+        def holds(nums):
+            it = iter(nums)
+            return all(v in it for v in vals)
+        while j < len(rows) and not (rows[j][0] == size and holds(rows[j][1])):
+            j += 1
+        need(j < len(rows), "%s: row %r is not in %s, %r (table %d), or out of order" %
+             (csvf, line, parts[0], parts[1], n))
+        j += 1
+    return True
+
+
 def cmd_docs(script, docdir):
     import glob
     data = sorted(glob.glob(os.path.join(docdir, "data", "*.csv")))
@@ -209,7 +286,23 @@ def cmd_docs(script, docdir):
                  "%s is out of date: regenerate it (docs/benchmarks/data/README.md)" % svg)
             r = check_svg(svg)
             need(any(p["series"] for p in r["panels"]), "%s: no line" % svg)
-            print("ok: %s" % svg)
+            sourced = check_source(csvf, docdir)
+            print("ok: %s%s" % (svg, ", numbers as in its table" if sourced else ""))
+    # The source check can fail: one value of a sourced CSV changed must be caught.
+    for csvf in data:
+        text = open(csvf, encoding="utf-8").read()
+        if not check_source(csvf, docdir, text):
+            continue
+        lines = text.splitlines()
+        i = next(i for i, l in enumerate(lines) if not l.startswith("#") and
+                 re.search(r",\d", l) and not l.startswith("bytes"))
+        lines[i] = re.sub(r",(\d+(?:\.\d+)?)", lambda m: ",9" + m.group(1), lines[i], count=1)
+        try:
+            check_source(csvf, docdir, "\n".join(lines))
+        except Bad as e:
+            print("ok: a changed value is caught (%s)" % e)
+            break
+        raise Bad("%s: a changed value (%r) passed the source check" % (csvf, lines[i]))
 
 
 def main(argv):
