@@ -13,12 +13,14 @@
  *   AG (all-gather): each rank sends its block to every peer and receives theirs.
  * iallreduce = RS then AG per chunk; ireducescatter = RS only; iallgather = AG only.
  *
- * Ordering. Every pair of ranks shares CS_LANES net comms per direction (lane 0: the first
- * exchange of every chunk; lane 1: an all-reduce's all-gather), and nets deliver a comm's messages
- * in posting order, so all ranks must post a lane's exchanges in the same order. Each exchange gets
- * a sequence number in its lane (a "turn") when its chunk takes a slot, chunks take slots in issue
- * order, and an exchange posts only when its lane's turn counter reaches it; it hands the turn on
- * once every send and receive was accepted. With two lanes the reduce-scatters of chunks k+1,
+ * Ordering. Every pair of ranks shares CS_LANES net comms per direction and stream (lane 0: the
+ * first exchange of every chunk; lane 1: an all-reduce's all-gather; chunks take the
+ * STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
+ * all ranks must post a lane's exchanges in the same order. Each exchange gets a sequence number in
+ * its lane (a "turn") when its chunk takes a slot, chunks take slots in issue order, and an
+ * exchange's sends post only when its lane's send turn reaches it, its receives when the receive
+ * turn does; each side hands its turn on once all of it was accepted (an all-reduce's all-gather
+ * may post its receives before the reduction and its sends after: cs_ag_early_prepare). With two lanes the reduce-scatters of chunks k+1,
  * k+2, ... go out while chunk k is still being reduced, and the all-gathers follow as reductions
  * finish (the pipeline); the CPU work of the chunks runs on helper threads (cs_cpu.c).
  *
