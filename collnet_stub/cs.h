@@ -128,6 +128,8 @@ typedef struct {
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
+  uint64_t ag_early;             /* all-gathers whose receives were all posted before the reduction
+                                    finished (STRAND_COLLNET_EARLY_AG) */
 } cs_stats_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */

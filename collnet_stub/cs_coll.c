@@ -546,6 +546,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   }
   if (phase == CS_PH_AG && sl->ag_pre) {
     sl->recvs_posted = sl->ag_pre == 2; /* else cs_post posts the rest on the lane's turn */
+    c->stats.ag_early += sl->ag_pre == 2;
     sl->ag_pre = 0;
   }
 }
@@ -1155,7 +1156,8 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
               "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging); %llu reductions split over helpers",
+              "memory (no staging); %llu reductions split over helpers; %llu all-gathers with every receive "
+              "posted before the reduction ended; %d streams",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
@@ -1163,5 +1165,6 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
-              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits);
+              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits,
+              (unsigned long long)st->ag_early, c->nstreams);
 }
