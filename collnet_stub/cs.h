@@ -52,15 +52,18 @@
  * in its chunk, not its kind, so ranks that disagree about the collective still pair their first
  * exchanges and see the disagreement. */
 #define CS_LANES 2
-/* Streams: sets of CS_LANES comms per ordered pair (STRAND_COLLNET_STREAMS, default CS_NSTREAMS).
- * Chunks go to the streams in turn (the k-th chunk the collComm takes to stream k mod streams, the
- * same on every rank), so the exchanges of several chunks move on several comms at once instead of
- * one after another on one: NCCL keeps a fixed ~12 MB of CollNet calls in flight, so the stub's
- * bandwidth is that window over a call's time, and at 2 ranks a call's time is mostly its two
- * exchanges waiting behind the other calls' on the same comm (docs/benchmarks/collnet.md). Must be
- * the same on every rank; connect checks it. */
-#ifndef CS_NSTREAMS
-#define CS_NSTREAMS 4
+/* Streams: sets of CS_LANES comms per ordered pair (STRAND_COLLNET_STREAMS). Chunks go to the
+ * streams in turn (the k-th chunk the collComm takes to stream k mod streams, the same on every
+ * rank), so the exchanges of several chunks move on several comms at once instead of one after
+ * another on one: NCCL keeps a fixed ~12 MB of CollNet calls in flight, so the stub's bandwidth is
+ * that window over a call's time, and at 2 ranks a call's time is mostly its two exchanges waiting
+ * behind the other calls' on the same comm (docs/benchmarks/collnet.md). Auto (-1): about
+ * CS_STREAM_COMMS comms per direction for one exchange, counting its n-1 peers: 4 streams at 2
+ * ranks, 2 at 3, 1 from 4 ranks (an exchange there already spreads over 3 or more peers' comms,
+ * and 1 is the layout measured at 1.05-1.16x the ring at 4 ranks). Must be the same on every
+ * rank; connect checks it. */
+#ifndef CS_STREAM_COMMS
+#define CS_STREAM_COMMS 4
 #endif
 #define CS_MAX_STREAMS 8
 #define CS_MAX_LANES (CS_LANES * CS_MAX_STREAMS)

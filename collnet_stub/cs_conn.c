@@ -210,8 +210,10 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   int64_t slots = CS_NSLOTS;
   if (strand_param_get_int("STRAND_COLLNET_SLOTS", &slots) != STRAND_SUCCESS) slots = CS_NSLOTS;
   c->nslots = (int)slots;
-  int64_t streams = CS_NSTREAMS;
-  if (strand_param_get_int("STRAND_COLLNET_STREAMS", &streams) != STRAND_SUCCESS) streams = CS_NSTREAMS;
+  int64_t streams = -1;
+  if (strand_param_get_int("STRAND_COLLNET_STREAMS", &streams) != STRAND_SUCCESS || streams < 1)
+    streams = nranks > 1 && CS_STREAM_COMMS / (nranks - 1) > 1 ? CS_STREAM_COMMS / (nranks - 1) : 1;
+  if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
   c->nstreams = (int)streams;
   c->nlanes = CS_LANES * c->nstreams;
   bool early = true;

@@ -3,12 +3,13 @@
 # (STRAND_COLLNET_STREAMS) and all-gather receives posted before the reduction
 # (STRAND_COLLNET_EARLY_AG) against main's behaviour (one stream, receives after the reduction,
 # the same build) and the ring through strand-socket, all-reduce at 1M,16M,128M,1G, 2 ranks (GPUs
-# 0,1), three alternating rounds: ring, main, 4 streams (the new default), 8 streams, 4 streams of
-# 1 MiB chunks (a call's two halves on two streams at once), early receives alone (1 stream), 8
-# streams of 512 KiB chunks in 32 slots (all with early receives). Then the CollNet correctness
-# check at 2 ranks with this tree's defaults and, time permitting, with 8 streams of small chunks;
-# with 4 GPUs one 4-rank round instead. ~165 s on 2 GPUs, at most 180 s (every phase has a budget
-# and a timeout). Output: one file, $OUT/collnet4.txt.
+# 0,1), three alternating rounds: ring, main, 4 streams (the default at 2 ranks), 8 streams,
+# 4 streams of 1 MiB chunks (a call's two halves on two streams at once), early receives alone
+# (1 stream), 8 streams of 512 KiB chunks in 32 slots (all with early receives). Then the CollNet
+# correctness check at 2 ranks with this tree's defaults and, time permitting, with 8 streams of
+# small chunks; with 4 GPUs one 4-rank round instead (ring, main, the default there: 1 stream, and
+# 4 streams). ~165 s on 2 GPUs, at most 180 s (every phase has a budget and a timeout).
+# Output: one file, $OUT/collnet4.txt.
 set -u
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp}/collnet4.txt
@@ -30,7 +31,7 @@ four=0
   if [ $four = 1 ] && [ $SECONDS -lt 140 ]; then
     echo "# 4 ranks, one round"
     CUDA_VISIBLE_DEVICES=0,1,2,3 NRANKS=4 E2E_SIZES=1M,16M,128M,1G E2E_BUDGET_S=24 timeout 35 \
-      tests/e2e/collnet_e2e.sh variants "$R" "@CN@ $MAIN" "@CN@"
+      tests/e2e/collnet_e2e.sh variants "$R" "@CN@ $MAIN" "@CN@" "@CN@ $S=4"
   elif [ $SECONDS -lt 158 ]; then
     echo "# no 4-rank run (fewer than 4 GPUs, or no time left); correctness at 2 ranks with 8 streams of 256 KiB chunks"
     CUDA_VISIBLE_DEVICES=0,1 NRANKS=2 E2E_COLLNET_NODES=2 STRAND_COLLNET_STREAMS=8 STRAND_COLLNET_CHUNK_KB=256 \
