@@ -39,9 +39,9 @@ static const strand_param_def_t cs_params[] = {
                      "sets of net comms per peer pair; chunks take them in turn, so several chunks' "
                      "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3, 1 from 4; must "
                      "be the same on every rank)"),
-    STRAND_PARAM_BOOL("STRAND_COLLNET_EARLY_AG", NULL, true,
-                      "post an all-reduce's all-gather receives as soon as its reduce-scatter "
-                      "completed, before the reduction; 0 = after it"),
+    STRAND_PARAM_BOOL("STRAND_COLLNET_EARLY_AG", NULL, false,
+                      "1: post an all-reduce's all-gather receives as soon as its reduce-scatter "
+                      "completed, before the reduction; 0 = after it (measured not to pay)"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()
