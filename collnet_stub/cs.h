@@ -43,15 +43,30 @@
  * user data up; smaller chunks are done on the calling thread, where a hand-off would cost more
  * than the work. */
 #define CS_OFFLOAD_MIN (64u << 10)
-/* Net comms per ordered pair of ranks, each with its own order of exchanges (its own turns): lane 0
- * carries the first exchange of every chunk (an all-reduce's reduce-scatter, or the one exchange of
- * an all-gather or reduce-scatter), lane 1 an all-reduce's all-gather. With one lane the
- * all-gather of chunk k had to be posted before the reduce-scatter of chunk k+1 could be, so
- * every chunk's reduction sat between two exchanges of the whole pipeline (measured: the stub flat
- * at 3.4 GB/s with 8 chunks in flight). The lane is the exchange's place in its chunk, not its
- * kind, so ranks that disagree about the collective still pair their first exchanges and see the
- * disagreement. */
+/* Net comms per ordered pair of ranks and stream, each with its own order of exchanges (its own
+ * turns): lane 0 of a stream carries the first exchange of every chunk (an all-reduce's
+ * reduce-scatter, or the one exchange of an all-gather or reduce-scatter), lane 1 an all-reduce's
+ * all-gather. With one lane the all-gather of chunk k had to be posted before the reduce-scatter of
+ * chunk k+1 could be, so every chunk's reduction sat between two exchanges of the whole pipeline
+ * (measured: the stub flat at 3.4 GB/s with 8 chunks in flight). The lane is the exchange's place
+ * in its chunk, not its kind, so ranks that disagree about the collective still pair their first
+ * exchanges and see the disagreement. */
 #define CS_LANES 2
+/* Streams: sets of CS_LANES comms per ordered pair (STRAND_COLLNET_STREAMS). Chunks go to the
+ * streams in turn (the k-th chunk the collComm takes to stream k mod streams, the same on every
+ * rank), so the exchanges of several chunks move on several comms at once instead of one after
+ * another on one: NCCL keeps a fixed ~12 MB of CollNet calls in flight, so the stub's bandwidth is
+ * that window over a call's time, and at 2 ranks a call's time is mostly its two exchanges waiting
+ * behind the other calls' on the same comm (docs/benchmarks/collnet.md). Auto (-1): about
+ * CS_STREAM_COMMS comms per direction for one exchange, counting its n-1 peers: 4 streams at 2
+ * ranks, 2 at 3, 1 from 4 ranks (an exchange there already spreads over 3 or more peers' comms,
+ * and 1 is the layout measured at 1.05-1.16x the ring at 4 ranks). Must be the same on every
+ * rank; connect checks it. */
+#ifndef CS_STREAM_COMMS
+#define CS_STREAM_COMMS 4
+#endif
+#define CS_MAX_STREAMS 8
+#define CS_MAX_LANES (CS_LANES * CS_MAX_STREAMS)
 /* Bytes each rank exchanges with each peer per chunk: about the chunk target / nranks, within
  * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). CS_CHUNK_TARGET is
  * the default of STRAND_COLLNET_CHUNK_KB (in KiB there). 2 MiB: one chunk per NCCL call (~1.8 MB
@@ -93,7 +108,7 @@ typedef struct cs_mr {
   void *base;
   size_t size;
   /* The same range registered with the net on every comm of the mesh: net_mh[i] on send[i],
-   * net_mh[nranks * CS_LANES + i] on recv[i] (NULL where the net needs none). When net_ok, the
+   * net_mh[nranks * nlanes + i] on recv[i] (NULL where the net needs none). When net_ok, the
    * collectives send from and receive into this range without staging it (cs_coll.c). */
   void **net_mh;
   bool net_ok;
@@ -116,6 +131,8 @@ typedef struct {
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
+  uint64_t ag_early;             /* all-gathers whose receives were all posted before the reduction
+                                    finished (STRAND_COLLNET_EARLY_AG) */
 } cs_stats_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
@@ -147,7 +164,8 @@ typedef struct cs_slot {
   size_t chunk;       /* index of the chunk in its collective */
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
   uint64_t seq[2];    /* turn of this chunk's exchanges (reduce-scatter, all-gather) in their lanes */
-  int lane;           /* lane of the exchange under way */
+  int lane;           /* lane of the exchange under way (c->send[j * nlanes + lane]) */
+  int stream;         /* the chunk's stream: its lanes are stream * CS_LANES + 0 and + 1 */
   char *send, *recv;  /* nranks areas of comm->stride bytes each (header, then up to block bytes) */
   /* Per message q = CS_MSGS * peer + CS_MSG_* of the exchange under way: */
   size_t *slen, *rlen;   /* bytes to send; receive size posted, then bytes received once done */
@@ -155,7 +173,17 @@ typedef struct cs_slot {
   void **smh, **rmh;     /* the net's registration of that memory on the lane's comm */
   void **sreq, **rreq;   /* net requests; NULL when not posted or complete */
   bool *sposted, *rposted;
-  bool all_posted;       /* every send and receive of the exchange under way was accepted */
+  bool sends_posted, recvs_posted; /* every send / receive of the exchange under way was accepted */
+  bool all_posted;       /* both */
+  /* An all-reduce's all-gather receives posted early (c->early_ag), while the reduce-scatter's
+   * reduction runs: per peer j, where its block lands (the user's receive buffer only; the arena's
+   * receive area still holds the reduce-scatter's blocks) and the net request. Touched only by the
+   * caller's thread, also while a helper owns the rest of the slot. ag_pre: 0 none, 1 to post,
+   * 2 every receive posted. */
+  int ag_pre;
+  char **ag_rbuf;
+  void **ag_rmh, **ag_rreq;
+  bool *ag_rposted;
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
   /* CPU work (cs_cpu.c): while cpu is BUSY only the helper thread touches the slot */
   atomic_int cpu;
@@ -177,8 +205,11 @@ typedef struct cs_comm {
   uint32_t magic;
   int nranks, rank, dev;
   const strand_net_t *net;
-  void **send, **recv;     /* send[j*CS_LANES+l] / recv[..]: lane l's net comms to / from rank j
-                              (NULL at j = rank) */
+  int nstreams, nlanes;    /* STRAND_COLLNET_STREAMS, and CS_LANES x that per ordered pair */
+  bool early_ag;           /* STRAND_COLLNET_EARLY_AG: an all-reduce's all-gather receives are posted
+                              when its reduce-scatter completed, before the reduction */
+  void **send, **recv;     /* send[j*nlanes+l] / recv[..]: lane l's net comms to / from rank j
+                              (NULL at j = rank); lane l belongs to stream l / CS_LANES */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
   char *arena;             /* nslots x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;
@@ -188,9 +219,12 @@ typedef struct cs_comm {
   cs_slot_t slots[CS_MAX_SLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
-  uint64_t next_seq[CS_LANES]; /* next turn handed out, per lane */
-  uint64_t turn[CS_LANES];     /* the exchange allowed to post now in each lane (a lane's posts stay
-                                  in one order on every rank) */
+  uint64_t chunks_assigned;    /* chunks that took a slot so far: the next one's stream */
+  uint64_t next_seq[CS_MAX_LANES]; /* next turn handed out, per lane */
+  /* the exchange allowed to post its sends / its receives now in each lane: a lane's sends stay in
+   * one order on every rank, and so do its receives (the peer's matching sends); the two sides
+   * of one exchange may post at different times (an all-gather's receives before its sends) */
+  uint64_t sturn[CS_MAX_LANES], rturn[CS_MAX_LANES];
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;
   cs_stats_t stats;

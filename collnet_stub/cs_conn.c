@@ -9,6 +9,7 @@
 
 #include "cs.h"
 #include "strand/mesh.h"
+#include "strand/net_layer.h"
 #include "strand/params.h"
 
 cs_comm_t *cs_comm_of(void *collComm) {
@@ -30,7 +31,7 @@ static void cs_comm_free(cs_comm_t *c) {
   cs_helpers_stop(c); /* before anything they may be touching is freed */
   cs_coll_drop_all(c);
   cs_mr_free_all(c); /* its net registrations live on the comms closed next */
-  for (int j = 0; j < c->nranks * CS_LANES; j++) {
+  for (int j = 0; j < c->nranks * c->nlanes; j++) {
     if (c->send) cs_close_net_comm(n, c->send[j], c->send_mh ? c->send_mh[j] : NULL, true);
     if (c->recv) cs_close_net_comm(n, c->recv[j], c->recv_mh ? c->recv_mh[j] : NULL, false);
   }
@@ -64,27 +65,122 @@ static size_t cs_block_bytes(int nranks) {
   return b & ~(size_t)63;
 }
 
-/* Builds the mesh with the SDK's builder (strand/mesh.h: one comm per ordered pair), then
- * registers the staging arena on every comm of it. */
-static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles[]) {
+/* Forms one mesh of k comms per ordered pair (the SDK's builder, strand/mesh.h) and places them
+ * at lanes [first, first + k) of every peer, registering the staging arena on each. */
+static strand_result_t cs_form_lanes(cs_comm_t *c, cs_listen_t *l, void *handles[], int first, int k) {
   strand_mesh_spec_t spec = {.net = c->net, .net_ctx = l->ctx->net_ctx, .net_listen = l->net_listen,
-                             .dev = l->dev, .nranks = c->nranks, .rank = c->rank, .k = CS_LANES,
+                             .dev = l->dev, .nranks = c->nranks, .rank = c->rank, .k = k,
                              .timeout_s = CS_CONNECT_TIMEOUT_S, .who = "collnet_stub connect"};
   strand_mesh_t m;
   strand_result_t rc = strand_mesh_form(&spec, handles, &m);
   if (rc != STRAND_SUCCESS) return rc;
   /* the comms now belong to c: cs_comm_free closes them */
-  free(c->send);
-  free(c->recv);
-  c->send = m.send;
-  c->recv = m.recv;
+  for (int j = 0; j < c->nranks; j++)
+    for (int i = 0; i < k; i++) {
+      c->send[j * c->nlanes + first + i] = m.send[j * k + i];
+      c->recv[j * c->nlanes + first + i] = m.recv[j * k + i];
+    }
+  free(m.send);
+  free(m.recv);
   for (int j = 0; j < c->nranks && rc == STRAND_SUCCESS; j++) {
     if (j == c->rank) continue;
-    for (int i = j * CS_LANES; i < (j + 1) * CS_LANES && rc == STRAND_SUCCESS; i++) {
+    for (int i = j * c->nlanes + first; i < j * c->nlanes + first + k && rc == STRAND_SUCCESS; i++) {
       rc = cs_register(c, c->send[i], &c->send_mh[i], "send", j);
       if (rc == STRAND_SUCCESS) rc = cs_register(c, c->recv[i], &c->recv_mh[i], "receive", j);
     }
   }
+  return rc;
+}
+
+/* What every rank must agree on before the other streams' comms are dialled: ranks with different
+ * stream counts would dial different numbers of comms, and the mesh builder would then wait out
+ * its timeout or refuse an unknown comm index without naming the cause. */
+#define CS_HELLO_MAGIC 0x4353484cu
+typedef struct {
+  uint32_t magic, rank;
+  uint32_t streams;
+} cs_hello_t;
+
+/* One message each way on lane 0 of every peer, before any collective (both sides post it first,
+ * so lane 0's order stays paired), through the first slot's header areas of the registered arena.
+ * Bounded by CS_CONNECT_TIMEOUT_S. */
+static strand_result_t cs_hello(cs_comm_t *c) {
+  const strand_net_t *n = c->net;
+  int nr = c->nranks;
+  char *sbase = c->arena, *rbase = c->arena + (size_t)nr * c->stride;
+  void **sreq = calloc((size_t)nr, sizeof(void *)), **rreq = calloc((size_t)nr, sizeof(void *));
+  bool *sdone = calloc((size_t)nr, sizeof(bool)), *rdone = calloc((size_t)nr, sizeof(bool));
+  strand_result_t rc = sreq && rreq && sdone && rdone ? STRAND_SUCCESS : STRAND_SYSTEM_ERROR;
+  cs_hello_t me = {.magic = CS_HELLO_MAGIC, .rank = (uint32_t)c->rank, .streams = (uint32_t)c->nstreams};
+  for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
+    memcpy(sbase + (size_t)j * c->stride, &me, sizeof me);
+    sdone[j] = rdone[j] = j == c->rank;
+  }
+  double until = strand_now_s() + CS_CONNECT_TIMEOUT_S;
+  bool alloc_ok = rc == STRAND_SUCCESS, timed_out = false;
+  for (bool left = alloc_ok; left && rc == STRAND_SUCCESS;) {
+    left = false;
+    for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
+      int i = j * c->nlanes, done, size;
+      if (!sdone[j]) {
+        if (!sreq[j]) rc = n->isend(c->send[i], sbase + (size_t)j * c->stride, sizeof me, 0, c->send_mh[i], NULL, &sreq[j]);
+        done = 0;
+        if (rc == STRAND_SUCCESS && sreq[j]) rc = n->test(sreq[j], &done, NULL);
+        if (done) sreq[j] = NULL;
+        sdone[j] = done;
+      }
+      if (!rdone[j] && rc == STRAND_SUCCESS) {
+        if (!rreq[j]) {
+          void *buf = rbase + (size_t)j * c->stride;
+          size_t sz = CS_HDR_BYTES;
+          int tag = 0;
+          rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &c->recv_mh[i], NULL, &rreq[j]);
+        }
+        done = 0;
+        if (rc == STRAND_SUCCESS && rreq[j]) rc = n->test(rreq[j], &done, &size);
+        if (done) rreq[j] = NULL;
+        rdone[j] = done;
+      }
+      left |= !sdone[j] || !rdone[j];
+    }
+    if (rc == STRAND_SUCCESS && left && strand_now_s() > until) {
+      STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers did not "
+                  "complete within %.0f s", c->rank, nr, CS_CONNECT_TIMEOUT_S);
+      rc = STRAND_REMOTE_ERROR;
+      timed_out = true;
+    }
+  }
+  if (rc != STRAND_SUCCESS && alloc_ok && !timed_out)
+    STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers failed (%d)",
+                c->rank, nr, (int)rc);
+  for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
+    if (j == c->rank) continue;
+    cs_hello_t peer;
+    memcpy(&peer, rbase + (size_t)j * c->stride, sizeof peer);
+    if (peer.magic != CS_HELLO_MAGIC || peer.rank != (uint32_t)j) {
+      STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d's first message is not the stub's "
+                  "stream-count check (a peer of another build?)", c->rank, nr, j);
+      rc = STRAND_REMOTE_ERROR;
+    } else if (peer.streams != (uint32_t)c->nstreams) {
+      STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d runs %u streams, this rank %d "
+                  "(STRAND_COLLNET_STREAMS must be the same on every rank); connect fails",
+                  c->rank, nr, j, peer.streams, c->nstreams);
+      rc = STRAND_INVALID_USAGE;
+    }
+  }
+  for (int j = 0; j < 2 * nr; j++) memset(c->arena + (size_t)j * c->stride, 0, CS_HDR_BYTES);
+  free(sreq);
+  free(rreq);
+  free(sdone);
+  free(rdone);
+  return rc;
+}
+
+/* Stream 0's lanes, the stream-count check over them, then the other streams' lanes. */
+static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles[]) {
+  strand_result_t rc = cs_form_lanes(c, l, handles, 0, CS_LANES);
+  if (rc == STRAND_SUCCESS) rc = cs_hello(c);
+  if (rc == STRAND_SUCCESS && c->nlanes > CS_LANES) rc = cs_form_lanes(c, l, handles, CS_LANES, c->nlanes - CS_LANES);
   return rc;
 }
 
@@ -114,12 +210,21 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   int64_t slots = CS_NSLOTS;
   if (strand_param_get_int("STRAND_COLLNET_SLOTS", &slots) != STRAND_SUCCESS) slots = CS_NSLOTS;
   c->nslots = (int)slots;
+  int64_t streams = -1;
+  if (strand_param_get_int("STRAND_COLLNET_STREAMS", &streams) != STRAND_SUCCESS || streams < 1)
+    streams = nranks > 1 && CS_STREAM_COMMS / (nranks - 1) > 1 ? CS_STREAM_COMMS / (nranks - 1) : 1;
+  if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
+  c->nstreams = (int)streams;
+  c->nlanes = CS_LANES * c->nstreams;
+  bool early = false; /* measured on 2 and 4 H200s: lower medians than after the reduction */
+  if (strand_param_get_bool("STRAND_COLLNET_EARLY_AG", &early) != STRAND_SUCCESS) early = false;
+  c->early_ag = early;
   c->stride = CS_HDR_BYTES + c->block;
   c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
-  c->send = calloc((size_t)nranks * CS_LANES, sizeof(void *));
-  c->recv = calloc((size_t)nranks * CS_LANES, sizeof(void *));
-  c->send_mh = calloc((size_t)nranks * CS_LANES, sizeof(void *));
-  c->recv_mh = calloc((size_t)nranks * CS_LANES, sizeof(void *));
+  c->send = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
+  c->recv = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
+  c->send_mh = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
+  c->recv_mh = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
   void *arena = NULL;
   strand_result_t rc = STRAND_SUCCESS;
   if (!c->send || !c->recv || !c->send_mh || !c->recv_mh ||
@@ -143,8 +248,11 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   }
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
-              "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS)",
-              rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c));
+              "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
+              "per peer and direction (STRAND_COLLNET_STREAMS), all-gather receives posted %s "
+              "(STRAND_COLLNET_EARLY_AG)",
+              rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
+              CS_LANES, c->early_ag ? "before the reduction" : "after the reduction");
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -15,7 +15,7 @@
 /* Releases what the net holds of m on the mesh's comms (which are still open). */
 static void cs_net_dereg(cs_comm_t *c, cs_mr_t *m) {
   if (!m->net_mh) return;
-  size_t per = (size_t)c->nranks * CS_LANES;
+  size_t per = (size_t)c->nranks * (size_t)c->nlanes;
   for (size_t i = 0; i < 2 * per; i++) {
     void *comm = i < per ? c->send[i] : c->recv[i - per];
     if (m->net_mh[i] && comm && c->net->deregMr) c->net->deregMr(comm, m->net_mh[i]);
@@ -31,7 +31,7 @@ static void cs_net_reg(cs_comm_t *c, cs_mr_t *m) {
   bool direct = true;
   if (strand_param_get_bool("STRAND_COLLNET_DIRECT", &direct) != STRAND_SUCCESS) direct = true;
   if (!direct) return;
-  size_t per = (size_t)c->nranks * CS_LANES;
+  size_t per = (size_t)c->nranks * (size_t)c->nlanes;
   m->net_mh = calloc(2 * per, sizeof(void *));
   if (!m->net_mh) return;
   for (size_t i = 0; i < 2 * per; i++) {

@@ -35,6 +35,13 @@ static const strand_param_def_t cs_params[] = {
                       "all-reduce on registered buffers sends from and receives into them without "
                       "staging copies (the buffers are registered with the net too); 0 = stage every "
                       "byte through the collComm's arena"),
+    STRAND_PARAM_INT("STRAND_COLLNET_STREAMS", NULL, -1, -1, CS_MAX_STREAMS,
+                     "sets of net comms per peer pair; chunks take them in turn, so several chunks' "
+                     "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3, 1 from 4; must "
+                     "be the same on every rank)"),
+    STRAND_PARAM_BOOL("STRAND_COLLNET_EARLY_AG", NULL, false,
+                      "1: post an all-reduce's all-gather receives as soon as its reduce-scatter "
+                      "completed, before the reduction; 0 = after it (measured not to pay)"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()

@@ -100,9 +100,9 @@ static strand_result_t mk_listen(void *ctx, int dev, void *handle, void **lc) {
   *lc = l;
   return STRAND_SUCCESS;
 }
-/* The chunk-size case: once rank 0's connect has read STRAND_COLLNET_CHUNK_KB (its first net
+/* The disagreeing-parameter cases: once rank 0's connect has read g_chunk_var (its first net
  * connect comes after), the variable changes to g_chunk_other and rank 1 may start its connect. */
-static const char *g_chunk_other;
+static const char *g_chunk_var = "STRAND_COLLNET_CHUNK_KB", *g_chunk_other;
 static bool g_chunk_switched;
 static pthread_mutex_t g_chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_chunk_cond = PTHREAD_COND_INITIALIZER;
@@ -112,7 +112,7 @@ static strand_result_t mk_connect(void *ctx, int dev, void *handle, void **sc, s
   *sc = NULL;
   pthread_mutex_lock(&g_chunk_lock);
   if (g_chunk_other && !g_chunk_switched) {
-    setenv("STRAND_COLLNET_CHUNK_KB", g_chunk_other, 1);
+    setenv(g_chunk_var, g_chunk_other, 1);
     strand_params_reread_for_test();
     g_chunk_switched = true;
     pthread_cond_broadcast(&g_chunk_cond);
@@ -782,6 +782,31 @@ static void *chunk_main(void *arg) {
   return NULL;
 }
 
+/* Ranks with different STRAND_COLLNET_STREAMS (2 on rank 0, 1 on rank 1): connect fails on both,
+ * within its bound, with a WARN naming the variable (they would dial different numbers of comms). */
+static void *streams_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *lc = NULL, *cc = NULL;
+  CHECK(T->init(&ctx, 79, capture_logger) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  void *hp[2] = {g_handles[0], g_handles[1]};
+  if (rank == 1) {
+    pthread_mutex_lock(&g_chunk_lock);
+    while (!g_chunk_switched) pthread_cond_wait(&g_chunk_cond, &g_chunk_lock);
+    pthread_mutex_unlock(&g_chunk_lock);
+  }
+  strand_result_t rc = T->connect(hp, 2, rank, lc, &cc);
+  CHECK(rc == STRAND_INVALID_USAGE && !cc, "rank %d: 2 vs 1 streams: connect returned %d, collComm %p "
+        "(want ncclInvalidUsage and none)", rank, (int)rc, cc);
+  T->closeListen(lc);
+  if (cc) T->closeColl(cc);
+  T->finalize(ctx);
+  return NULL;
+}
+
 static void run_ranks(int nranks, void *(*fn)(void *)) {
   g_nranks = nranks;
   pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
@@ -835,6 +860,13 @@ int main(void) {
   unsetenv("STRAND_COLLNET_THREADS");
   strand_params_reread_for_test();
   printf("%s: 3 ranks, 4 helper threads (split reductions)\n", g_fail ? "FAIL" : "ok");
+  /* the all-gather receives posted before the reduction (off by default), at 3 ranks (2 streams) */
+  setenv("STRAND_COLLNET_EARLY_AG", "1", 1);
+  strand_params_reread_for_test();
+  run_ranks(3, rank_main);
+  unsetenv("STRAND_COLLNET_EARLY_AG");
+  strand_params_reread_for_test();
+  printf("%s: 3 ranks, all-gather receives posted before the reduction\n", g_fail ? "FAIL" : "ok");
   strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
   for (int nr = 2; nr <= 3; nr++)
     for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
@@ -857,5 +889,18 @@ int main(void) {
   unsetenv("STRAND_COLLNET_CHUNK_KB");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, chunk sizes 64 vs 128 KiB fail the collective on both\n", g_fail ? "FAIL" : "ok");
+  setenv("STRAND_COLLNET_STREAMS", "2", 1);
+  strand_params_reread_for_test();
+  g_chunk_var = "STRAND_COLLNET_STREAMS";
+  g_chunk_other = "1";
+  g_chunk_switched = false;
+  g_warns[0] = 0;
+  run_ranks(2, streams_main);
+  CHECK(strstr(g_warns, "STRAND_COLLNET_STREAMS"), "streams 2 vs 1: no WARN names STRAND_COLLNET_STREAMS; "
+        "WARNs:\n%s", g_warns);
+  g_chunk_other = NULL;
+  unsetenv("STRAND_COLLNET_STREAMS");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, 2 vs 1 streams fail connect on both\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
 }
