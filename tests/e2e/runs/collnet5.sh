@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU-RUN 2 (session 8, collnet), written after collnet4.sh's results, NOT RUN YET: the final
+# GPU-RUN 2 (session 8, collnet), written after collnet4.sh's results, run 06:36Z (collnet.md): the final
 # defaults (STRAND_COLLNET_STREAMS auto = 4 at 2 ranks, 1 from 4; STRAND_COLLNET_EARLY_AG=0), a
 # combination collnet4.sh did not run, against main's behaviour (one stream, the same build), 4
 # streams with early receives (collnet4.sh's best at 16 MiB) and the ring through strand-socket,
