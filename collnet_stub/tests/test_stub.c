@@ -746,22 +746,29 @@ static void *mismatch_main(void *arg) {
   return NULL;
 }
 
-/* Ranks that cut chunks differently (STRAND_COLLNET_CHUNK_KB 64 on rank 0, 128 on rank 1): the first
- * all-reduce fails on both, neither reports it done, nothing hangs. */
-static void *chunk_main(void *arg) {
-  int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *lc = NULL, *cc = NULL;
-  CHECK(T->init(&ctx, 78, capture_logger) == STRAND_SUCCESS, "init");
+/* Set-up shared by the two-rank mismatch cases: init and listen, swap handles, and rank 1 waits
+ * until rank 0's connect has switched the variable under test (mk_connect), so it reads the other value. */
+static void mismatch_listen(int rank, int init_arg, void **ctx, void **lc, void *hp[2]) {
+  CHECK(T->init(ctx, init_arg, capture_logger) == STRAND_SUCCESS, "init");
   char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
-  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  CHECK(T->listen(*ctx, 0, h, lc) == STRAND_SUCCESS, "listen");
   memcpy(g_handles[rank], h, sizeof h);
   pthread_barrier_wait(&g_bar);
-  void *hp[2] = {g_handles[0], g_handles[1]};
+  hp[0] = g_handles[0];
+  hp[1] = g_handles[1];
   if (rank == 1) {
     pthread_mutex_lock(&g_chunk_lock);
     while (!g_chunk_switched) pthread_cond_wait(&g_chunk_cond, &g_chunk_lock);
     pthread_mutex_unlock(&g_chunk_lock);
   }
+}
+
+/* Ranks that cut chunks differently (STRAND_COLLNET_CHUNK_KB 64 on rank 0, 128 on rank 1): the first
+ * all-reduce fails on both, neither reports it done, nothing hangs. */
+static void *chunk_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
+  mismatch_listen(rank, 78, &ctx, &lc, hp);
   CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
   T->closeListen(lc);
   if (!cc) return NULL;
@@ -786,18 +793,8 @@ static void *chunk_main(void *arg) {
  * within its bound, with a WARN naming the variable (they would dial different numbers of comms). */
 static void *streams_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *lc = NULL, *cc = NULL;
-  CHECK(T->init(&ctx, 79, capture_logger) == STRAND_SUCCESS, "init");
-  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
-  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
-  memcpy(g_handles[rank], h, sizeof h);
-  pthread_barrier_wait(&g_bar);
-  void *hp[2] = {g_handles[0], g_handles[1]};
-  if (rank == 1) {
-    pthread_mutex_lock(&g_chunk_lock);
-    while (!g_chunk_switched) pthread_cond_wait(&g_chunk_cond, &g_chunk_lock);
-    pthread_mutex_unlock(&g_chunk_lock);
-  }
+  void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
+  mismatch_listen(rank, 79, &ctx, &lc, hp);
   strand_result_t rc = T->connect(hp, 2, rank, lc, &cc);
   CHECK(rc == STRAND_INVALID_USAGE && !cc, "rank %d: 2 vs 1 streams: connect returned %d, collComm %p "
         "(want ncclInvalidUsage and none)", rank, (int)rc, cc);
