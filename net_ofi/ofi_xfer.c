@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "ofi.h"
 #include "strand/profiler.h"
@@ -177,15 +178,23 @@ static int in_flight(const ofi_dev_t *d) {
   return n;
 }
 
+/* Involuntary context switches of the calling thread (the kernel took its core away): read at
+ * every traced call's end, so that a slow call can say whether the thread was preempted since
+ * its previous call rather than kept by the provider or the lock. Tracing only. */
+static _Thread_local long trace_nivcsw;
+
 static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
   uint64_t slow = ofi_params.slow_ms * 1000000u;
   if (d->trace_last_ns && t_in - d->trace_last_ns >= slow) {
     int n = in_flight(d);
+    struct rusage ru;
+    long sw = getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw - trace_nivcsw : -1;
     if (n > 0)
       STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: no isend/irecv/test on %s rail %d for %llu "
-                  "ms while %d operation(s) were in flight (the caller was elsewhere)",
+                  "ms while %d operation(s) were in flight (the caller was elsewhere; this thread "
+                  "had %ld involuntary context switch(es) since its previous call)",
                   (unsigned long long)(t_in / 1000000u), d->name, d->rail,
-                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n);
+                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n, sw);
   }
 }
 
@@ -195,13 +204,17 @@ static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
 static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in, uint64_t t_locked) {
   uint64_t now = ofi_now_ns();
   d->trace_last_ns = now;
+  struct rusage ru;
+  long before = trace_nivcsw;
+  if (getrusage(RUSAGE_THREAD, &ru) == 0) trace_nivcsw = ru.ru_nivcsw;
   if (now - t_in >= ofi_params.slow_ms * 1000000u)
     STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s on %s rail %d took %llu us: %llu us "
-                "waiting for the rail's lock, %llu us inside",
+                "waiting for the rail's lock, %llu us inside; %ld involuntary context switch(es) "
+                "of this thread since its previous call",
                 (unsigned long long)(now / 1000000u), call, d->name, d->rail,
                 (unsigned long long)((now - t_in) / 1000u),
                 (unsigned long long)((t_locked - t_in) / 1000u),
-                (unsigned long long)((now - t_locked) / 1000u));
+                (unsigned long long)((now - t_locked) / 1000u), trace_nivcsw - before);
 }
 
 /* ---- send ---- */
