@@ -84,6 +84,8 @@ typedef struct {
   int speed_mbps;            /* STRAND_OFI_SPEED_MBPS: speed reported to NCCL (0: discovered) */
   char tuner_channels[256];  /* STRAND_OFI_TUNER_CHANNELS: the tuner's size bands ("" = none) */
   strand_tuner_bands_t tuner_bands; /* ... parsed (a bad value fails ofi_params_load) */
+  uint64_t tuner_tree_bytes; /* STRAND_OFI_TUNER_TREE_BYTES: an all-reduce of at most this many
+                                bytes runs on Tree when NCCL picked Ring and can run Tree (0: off) */
   uint64_t slow_ms;          /* STRAND_OFI_SLOW_MS: trace requests slower than this (0: off) */
   bool inject;               /* STRAND_OFI_INJECT: host-memory sends up to the provider's
                                 inject_size go by fi_tinject (no completion to reap) */

@@ -68,9 +68,14 @@ static const strand_param_def_t ofi_param_defs[] = {
                         "bands (a collective of at most SIZE bytes runs on N channels, 0 = "
                         "NCCL's count, an all-reduce on PROTO ll|ll128|simple; above the last "
                         "band NCCL's choices); unset: NCCL's choices"),
+    STRAND_PARAM_INT("STRAND_OFI_TUNER_TREE_BYTES", NULL, 0, 0, 1073741824,
+                     "strand-ofi's tuner runs an all-reduce of at most this many bytes on Tree "
+                     "(its cheapest runnable protocol) where NCCL picked Ring: one send and one "
+                     "receive per rank instead of the ring's 2(n-1) (0: NCCL's algorithm)"),
     STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
-                     "log (INFO) every request that took at least this long from post to "
-                     "completion, and the first completion of every comm (0: off)"),
+                     "log (INFO) every request, isend/irecv/test call, fi_cq_read and rail-thread "
+                     "lock hold that took at least this long, with the thread's involuntary context "
+                     "switches, caller gaps that long, and every comm's first completion (0: off)"),
     STRAND_PARAM_BOOL("STRAND_OFI_INJECT", NULL, false,
                       "send host-memory messages no larger than the provider's inject_size with "
                       "fi_tinject: the request is done at once, with no completion to reap (0: "
@@ -108,7 +113,7 @@ strand_result_t ofi_params_load(void) {
   bool rail_threads = true;
   bool inject = false;
   int64_t probe = 0, timeout = 0, connect_timeout = 0, drain = 0, rails = 1, quiet = 0, speed = 0,
-          slow = 0, block = 1;
+          slow = 0, block = 1, tree_bytes = 0;
   if ((r = strand_param_copy_string("STRAND_OFI_PROVIDER", ofi_params.provider,
                                     sizeof ofi_params.provider)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_DOMAINS", ofi_params.domains,
@@ -126,6 +131,7 @@ strand_result_t ofi_params_load(void) {
       (r = strand_param_get_int("STRAND_OFI_RAIL_BLOCK", &block)) != STRAND_SUCCESS ||
       (r = strand_param_get_int("STRAND_OFI_SLOW_MS", &slow)) != STRAND_SUCCESS ||
       (r = strand_param_get_bool("STRAND_OFI_INJECT", &inject)) != STRAND_SUCCESS ||
+      (r = strand_param_get_int("STRAND_OFI_TUNER_TREE_BYTES", &tree_bytes)) != STRAND_SUCCESS ||
       (r = strand_param_copy_string("STRAND_OFI_TUNER_CHANNELS", ofi_params.tuner_channels,
                                     sizeof ofi_params.tuner_channels)) != STRAND_SUCCESS)
     return r;
@@ -152,6 +158,7 @@ strand_result_t ofi_params_load(void) {
   ofi_params.rail_block = (int)block;
   ofi_params.slow_ms = (uint64_t)slow;
   ofi_params.inject = inject;
+  ofi_params.tuner_tree_bytes = (uint64_t)tree_bytes;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

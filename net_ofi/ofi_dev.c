@@ -209,6 +209,17 @@ static void env_default_pop(env_default_t *e) {
   pthread_mutex_unlock(&env_lock);
 }
 
+/* A further default for the same call, under the lock a push took; undone (before that push's
+ * pop, in reverse order) by env_default_undo. */
+static void env_default_also(env_default_t *e, const char *var, const char *value) {
+  e->var = var;
+  e->set_here = !getenv(var) && setenv(var, value, 0) == 0;
+}
+
+static void env_default_undo(env_default_t *e) {
+  if (e->set_here) unsetenv(e->var);
+}
+
 /* ofi_rxm runs its connection manager from the data progress path at most once per
  * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds (libfabric's default: 10000), and the tcp provider
  * (1.17) takes one queued TCP connection off its listening socket per such pass. So every
@@ -232,6 +243,21 @@ static const char RXM_CM_INTERVAL_US[] = "100";
 static const char RXM_EAGER_VAR[] = "FI_OFI_RXM_EAGER_LIMIT";
 static const char RXM_EAGER_BYTES[] = "524288";
 
+/* ofi_rxm posts FI_OFI_RXM_MSG_RX_SIZE receive buffers (libfabric's default 128, each
+ * FI_OFI_RXM_BUFFER_SIZE = 16 KiB plus a header) on every tcp connection, from a pool that grows by
+ * about 17 MB at a time and zeroes each new chunk. With 128 a process's first connections outgrow
+ * the chunks made at fi_enable, and the next chunk is made and zeroed inside the fi_cq_read that
+ * accepts a connection during the first collectives: 8-11 ms inside one call (measured through
+ * NCCL on an H200 host with STRAND_OFI_SLOW_MS, 0 context switches; an LD_PRELOADed memset on the
+ * dev VM shows the 17,138,000-byte memset under ofi_test -> fi_cq_read), the "first-use stall"
+ * of docs/benchmarks/ofi.md. With 64 the chunks made at fi_enable hold every connection of the
+ * 1- and 4-rail runs measured, so no chunk is zeroed on the data path (and 4 rails zero 32 fewer
+ * chunks at init). With dynamic receive buffers (tcp) tagged data goes straight into the posted
+ * receive, so these buffers only take headers and unexpected small messages; NCCL keeps at most
+ * 8 steps per channel in flight. Read in the process's first fi_getinfo. */
+static const char RXM_MSG_RX_VAR[] = "FI_OFI_RXM_MSG_RX_SIZE";
+static const char RXM_MSG_RX_BUFS[] = "64";
+
 static bool provider_is_rxm(void) { return strstr(chosen_provider, "ofi_rxm") != NULL; }
 
 static strand_result_t discover(void) {
@@ -239,12 +265,14 @@ static strand_result_t discover(void) {
   const char *env = getenv(RXM_CM_INTERVAL_VAR);
   if (env) snprintf(user_value, sizeof user_value, "%s", env);
   const char *user_interval = env ? user_value : NULL;
-  env_default_t cm;
+  env_default_t cm, msg_rx;
   env_default_push(&cm, RXM_CM_INTERVAL_VAR, RXM_CM_INTERVAL_US);
+  env_default_also(&msg_rx, RXM_MSG_RX_VAR, RXM_MSG_RX_BUFS);
   struct fi_info *hints = make_hints(false);
   int rc = hints ? fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0,
                               hints, &all_infos)
                  : -FI_ENOMEM;
+  env_default_undo(&msg_rx);
   env_default_pop(&cm);
   if (!hints) return STRAND_SYSTEM_ERROR;
   fi_freeinfo(hints);
@@ -269,6 +297,13 @@ static strand_result_t discover(void) {
                               : "strand-ofi's default; libfabric initialised earlier in this "
                                 "process keeps its own");
   if (provider_is_rxm()) {
+    const char *user_rx = getenv(RXM_MSG_RX_VAR);
+    STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+                "ofi_rxm receive buffers per connection: %s (%s)", user_rx ? user_rx : RXM_MSG_RX_BUFS,
+                user_rx ? "the user's FI_OFI_RXM_MSG_RX_SIZE"
+                        : msg_rx.set_here ? "strand-ofi's default; libfabric initialised earlier in "
+                                            "this process keeps its own"
+                                          : "libfabric's");
     const char *eager = getenv(RXM_EAGER_VAR);
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
                 "ofi_rxm eager limit %s bytes (%s)", eager ? eager : RXM_EAGER_BYTES,

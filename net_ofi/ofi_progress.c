@@ -204,6 +204,16 @@ static void complete(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
     STRAND_WARN("completion with an unknown context on %s ignored", d->name);
 }
 
+/* STRAND_OFI_SLOW_MS: one fi_cq_read that took that long is the provider itself stalling the
+ * thread that progresses it (its progress runs inside the call: sockets, connection manager). */
+static void trace_cq_read(const ofi_dev_t *d, uint64_t t0, ssize_t n) {
+  uint64_t now = ofi_now_ns();
+  if (now - t0 >= ofi_params.slow_ms * 1000000u)
+    STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: fi_cq_read on %s rail %d took %llu us "
+                "(returned %zd)", (unsigned long long)(now / 1000000u), d->name, d->rail,
+                (unsigned long long)((now - t0) / 1000u), n);
+}
+
 int ofi_progress(ofi_dev_t *d) {
   if (!d->open) return 0;
   int handled = 0;
@@ -214,7 +224,9 @@ int ofi_progress(ofi_dev_t *d) {
      * descriptor then stays for good (issue 23). Whatever the caller left there is not ours to
      * pass on. */
     errno = 0;
+    uint64_t t0 = ofi_params.slow_ms ? ofi_now_ns() : 0;
     ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
+    if (t0) trace_cq_read(d, t0, n);
     if (n > 0) {
       handled += (int)n;
       for (ssize_t k = 0; k < n; k++) {

@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "ofi.h"
@@ -52,9 +53,22 @@ static void *rail_main(void *arg) {
     if (quiet && ofi_now_ns() - atomic_load_explicit(&d->caller_ns, memory_order_relaxed) < quiet) {
       /* live: counted as an empty poll below, so the back-off still applies */
     } else if (pthread_mutex_trylock(&d->lock) == 0) {
+      uint64_t t0 = ofi_params.slow_ms ? ofi_now_ns() : 0;
+      struct rusage ru0, ru1;
+      if (t0 && getrusage(RUSAGE_THREAD, &ru0) != 0) ru0.ru_nivcsw = 0;
       live = d->open && (d->comms || d->listens);
       if (live) handled = ofi_progress(d);
       pthread_mutex_unlock(&d->lock);
+      /* STRAND_OFI_SLOW_MS: a caller that waited this long for the lock was kept by us (the
+       * thread preempted while holding it, or a slow provider call, traced in ofi_progress). */
+      uint64_t held = t0 ? ofi_now_ns() - t0 : 0;
+      if (held >= ofi_params.slow_ms * 1000000u && t0) {
+        long sw = getrusage(RUSAGE_THREAD, &ru1) == 0 ? ru1.ru_nivcsw - ru0.ru_nivcsw : -1;
+        STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: rail %d's thread held the lock of %s "
+                    "for %llu us (%d completion(s), %ld involuntary context switch(es))",
+                    (unsigned long long)((t0 + held) / 1000000u), d->rail, d->name,
+                    (unsigned long long)(held / 1000u), handled, sw);
+      }
     }
     if (!live) {
       empty = 0;

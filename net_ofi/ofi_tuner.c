@@ -30,7 +30,26 @@
 typedef struct {
   bool active;
   strand_tuner_bands_t bands;
+  uint64_t tree_bytes; /* STRAND_OFI_TUNER_TREE_BYTES (0 when inactive) */
 } ofi_tuner_ctx_t;
+
+/* STRAND_OFI_TUNER_TREE_BYTES: a small all-reduce for which NCCL picked Ring runs on Tree, with the
+ * protocol NCCL finds cheapest for Tree, by lowering that one runnable entry to 0. Why: over
+ * tcp;ofi_rxm every message costs NCCL's proxy thread a provider send or receive of several
+ * system calls (docs/benchmarks/ofi.md), and a ring all-reduce sends 2(n-1) messages per rank
+ * where a tree sends one up and one down. Never touches an ignored or negative entry, nor a choice
+ * of CollNet, NVLS or PAT. */
+static void prefer_tree(float **table, int numAlgo, int numProto) {
+  if (numAlgo <= STRAND_ALGO_RING) return;
+  if (strand_tuner_nccl_algo(table, numAlgo, numProto) != STRAND_ALGO_RING) return;
+  int best = -1;
+  for (int p = 0; p < numProto; p++) {
+    float c = *strand_tuner_cost(table, numProto, STRAND_ALGO_TREE, p);
+    if (c >= 0.0f && (best < 0 || c < *strand_tuner_cost(table, numProto, STRAND_ALGO_TREE, best)))
+      best = p;
+  }
+  if (best >= 0) *strand_tuner_cost(table, numProto, STRAND_ALGO_TREE, best) = 0.0f;
+}
 
 static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                                       strand_logger_t logger, strand_nvl_domain_info_t *nvl,
@@ -60,15 +79,18 @@ static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks
     why = "strand-ofi's network is not in use in this process";
   }
   if (why == NULL && nNodes <= 1) why = "single-node communicator: no traffic crosses strand-ofi";
-  if (why == NULL && t->bands.nbands == 0) why = "STRAND_OFI_TUNER_CHANNELS is not set";
+  if (why == NULL && t->bands.nbands == 0 && ofi_params.tuner_tree_bytes == 0)
+    why = "neither STRAND_OFI_TUNER_CHANNELS nor STRAND_OFI_TUNER_TREE_BYTES is set";
   t->active = why == NULL;
+  if (t->active) t->tree_bytes = ofi_params.tuner_tree_bytes;
   if (t->active) {
     char text[512];
     strand_tuner_bands_format(&t->bands, text, sizeof text);
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: channels by size "
-                "%s (ring/tree/PAT)",
-                strand_core_tuner_abi_version(), (unsigned long long)commId, nRanks, nNodes, text);
+                "%s (ring/tree/PAT); all-reduce on Tree up to %llu bytes where NCCL picked Ring",
+                strand_core_tuner_abi_version(), (unsigned long long)commId, nRanks, nNodes,
+                t->bands.nbands ? text : "NCCL's", (unsigned long long)t->tree_bytes);
   } else {
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: leaves NCCL's "
@@ -85,6 +107,8 @@ static strand_result_t ofi_tuner_get_coll_info(void *ctx, strand_tuner_func_t fu
   (void)numPipeOps, (void)regBuff;
   const ofi_tuner_ctx_t *t = ctx;
   if (t == NULL || !t->active || nChannels == NULL || table == NULL) return STRAND_SUCCESS;
+  if (func == STRAND_FUNC_ALLREDUCE && nBytes <= t->tree_bytes && *nChannels == 0)
+    prefer_tree(table, numAlgo, numProto);
   strand_tuner_bands_apply(&t->bands, func, nBytes, strand_tuner_nccl_algo(table, numAlgo, numProto),
                            table, numProto, nChannels);
   return STRAND_SUCCESS;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "ofi.h"
 #include "strand/profiler.h"
@@ -177,25 +178,43 @@ static int in_flight(const ofi_dev_t *d) {
   return n;
 }
 
+/* Involuntary context switches of the calling thread (the kernel took its core away): read at
+ * every traced call's end, so that a slow call can say whether the thread was preempted since
+ * its previous call rather than kept by the provider or the lock. Tracing only. */
+static _Thread_local long trace_nivcsw;
+
 static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
   uint64_t slow = ofi_params.slow_ms * 1000000u;
   if (d->trace_last_ns && t_in - d->trace_last_ns >= slow) {
     int n = in_flight(d);
+    struct rusage ru;
+    long sw = getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw - trace_nivcsw : -1;
     if (n > 0)
       STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: no isend/irecv/test on %s rail %d for %llu "
-                  "ms while %d operation(s) were in flight (the caller was elsewhere)",
+                  "ms while %d operation(s) were in flight (the caller was elsewhere; this thread "
+                  "had %ld involuntary context switch(es) since its previous call)",
                   (unsigned long long)(t_in / 1000000u), d->name, d->rail,
-                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n);
+                  (unsigned long long)((t_in - d->trace_last_ns) / 1000000u), n, sw);
   }
 }
 
-static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in) {
+/* t_locked: when the call got the rail's lock. The two parts say who kept the caller: another
+ * thread holding the lock (a rail thread, connect/accept/regMr in NCCL's service thread), or the
+ * provider inside this call (ofi_progress names a slow fi_cq_read itself). */
+static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in, uint64_t t_locked) {
   uint64_t now = ofi_now_ns();
   d->trace_last_ns = now;
+  struct rusage ru;
+  long before = trace_nivcsw;
+  if (getrusage(RUSAGE_THREAD, &ru) == 0) trace_nivcsw = ru.ru_nivcsw;
   if (now - t_in >= ofi_params.slow_ms * 1000000u)
-    STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s on %s rail %d took %llu ms (lock wait "
-                "included)", (unsigned long long)(now / 1000000u), call, d->name, d->rail,
-                (unsigned long long)((now - t_in) / 1000000u));
+    STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: %s on %s rail %d took %llu us: %llu us "
+                "waiting for the rail's lock, %llu us inside; %ld involuntary context switch(es) "
+                "of this thread since its previous call",
+                (unsigned long long)(now / 1000000u), call, d->name, d->rail,
+                (unsigned long long)((now - t_in) / 1000u),
+                (unsigned long long)((t_locked - t_in) / 1000u),
+                (unsigned long long)((now - t_locked) / 1000u), trace_nivcsw - before);
 }
 
 /* ---- send ---- */
@@ -240,6 +259,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   ofi_dev_t *d = c->dev;
   uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
@@ -299,7 +319,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
     }
   }
 out:
-  if (t_in) trace_leave(d, "isend", t_in);
+  if (t_in) trace_leave(d, "isend", t_in, t_locked);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -340,6 +360,7 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
   ofi_dev_t *d = c->dev;
   uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
@@ -391,7 +412,7 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
         prof_start(&r->prof[i], phandles[i], STRAND_PROFILE_SOCK_RECV, sizes[i]);
   *request = r;
 out:
-  if (t_in) trace_leave(d, "irecv", t_in);
+  if (t_in) trace_leave(d, "irecv", t_in, t_locked);
   pthread_mutex_unlock(&d->lock);
   return res;
 }
@@ -482,6 +503,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
   ofi_dev_t *d = c->dev;
   uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
+  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = STRAND_SUCCESS;
@@ -524,7 +546,7 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
     for (int i = 0; i < r->n; i++) strand_profiler_stop(&r->prof[i]);
     req_put(r);
   }
-  if (t_in) trace_leave(d, "test", t_in);
+  if (t_in) trace_leave(d, "test", t_in, t_locked);
   pthread_mutex_unlock(&d->lock);
   return res;
 }

@@ -7,6 +7,10 @@
  *     algorithm NCCL picked (cost 0), unless NCCL marked it ignored; nothing else in the cost
  *     table is written; CollNet/NVLS picks, single-node communicators and an answer NCCL already
  *     made are left alone;
+ *   - OFI_TUNER_TREE=1: with STRAND_OFI_TUNER_TREE_BYTES=64 (and no bands), an all-reduce of at
+ *     most 64 bytes for which NCCL's cheapest entry is Ring gets Tree's cheapest runnable protocol
+ *     made cost 0 and nothing else written; larger ones, other collectives, a Tree or CollNet pick,
+ *     a Tree row NCCL ignored and an answer NCCL already made are left alone;
  *   - OFI_TUNER_BAD=1: a malformed band list ("1K:1,512:2": sizes must increase) fails the net
  *     init and then the tuner's init (which reads it itself when the net side is not up), each
  *     with a WARN naming STRAND_OFI_TUNER_CHANNELS and the bad item.
@@ -72,12 +76,75 @@ static int channels_for(const strand_tuner_v5_t *t, void *tctx, size_t nBytes, i
   return n;
 }
 
+/* OFI_TUNER_TREE=1: one getCollInfo on a table whose cheapest entry is `algo` with LL (Tree's row
+ * ignored when tree_ignored); returns the Tree protocol the tuner made cost 0 (-1: none), and
+ * checks that nothing else changed. */
+static int tree_zeroed(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func_t func,
+                       size_t nBytes, int algo, bool tree_ignored, int preset) {
+  float table[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  for (int a = 0; a < STRAND_TUNER_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++) table[a][p] = 100.0f + (float)(a * 3 + p);
+  table[STRAND_ALGO_TREE][STRAND_PROTO_LL128] = 50.0f; /* Tree's cheapest: LL128, not LL */
+  table[algo][STRAND_PROTO_LL] = 1.0f;
+  if (tree_ignored)
+    for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++)
+      table[STRAND_ALGO_TREE][p] = STRAND_ALGO_PROTO_IGNORE;
+  float before[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  memcpy(before, table, sizeof table);
+  int n = preset;
+  PT_CHECK(t->getCollInfo(tctx, func, nBytes, 1, (float **)(void *)table,
+                          STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, 0,
+                          &n) == STRAND_SUCCESS,
+           "getCollInfo(func %d, %zu bytes, algo %d)", (int)func, nBytes, algo);
+  PT_CHECK(n == preset, "nChannels %d, want %d (no bands)", n, preset);
+  int zeroed = -1;
+  for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++)
+    if (table[STRAND_ALGO_TREE][p] != before[STRAND_ALGO_TREE][p]) {
+      PT_CHECK(table[STRAND_ALGO_TREE][p] == 0.0f && zeroed < 0, "Tree entry %d written as %f", p,
+               (double)table[STRAND_ALGO_TREE][p]);
+      zeroed = p;
+      table[STRAND_ALGO_TREE][p] = before[STRAND_ALGO_TREE][p];
+    }
+  PT_CHECK(memcmp(before, table, sizeof table) == 0, "an entry other than Tree's changed");
+  return zeroed;
+}
+
+static int tree_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
+  void *ctx = NULL, *multi = NULL;
+  PT_CHECK(net->init(&ctx, 0x7e58, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
+  PT_CHECK(t->init(&multi, 3, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
+  const int ar = STRAND_FUNC_ALLREDUCE, ring = STRAND_ALGO_RING, tree = STRAND_ALGO_TREE;
+  PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, false, 0) == STRAND_PROTO_LL128,
+           "8 B ring all-reduce not moved to Tree's cheapest protocol (LL128)");
+  PT_CHECK(tree_zeroed(t, multi, ar, 64, ring, false, 0) == STRAND_PROTO_LL128,
+           "64 B (the limit) not moved to Tree");
+  PT_CHECK(tree_zeroed(t, multi, ar, 65, ring, false, 0) < 0, "65 B moved to Tree");
+  PT_CHECK(tree_zeroed(t, multi, STRAND_FUNC_ALLGATHER, 8, ring, false, 0) < 0,
+           "an all-gather moved to Tree");
+  PT_CHECK(tree_zeroed(t, multi, ar, 8, tree, false, 0) < 0, "a Tree pick rewritten");
+  PT_CHECK(tree_zeroed(t, multi, ar, 8, STRAND_ALGO_COLLNET_DIRECT, false, 0) < 0,
+           "a CollNet pick moved to Tree");
+  PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, true, 0) < 0, "an ignored Tree row made runnable");
+  PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, false, 4) < 0, "NCCL's answer overridden");
+  PT_CHECK(t->finalize(multi) == STRAND_SUCCESS, "tuner finalize");
+  PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
+  printf("tree: %d failure(s)\n", pt_failures);
+  return pt_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PLUGIN.so\n", argv[0]);
     return 2;
   }
   bool bad = getenv("OFI_TUNER_BAD") != NULL;
+  if (getenv("OFI_TUNER_TREE") != NULL) {
+    setenv("STRAND_OFI_TUNER_TREE_BYTES", "64", 1);
+    strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");
+    const strand_tuner_v5_t *t = pt_load_table(argv[1], "ncclTunerPlugin_v5");
+    PT_CHECK(net && t, "tables ncclNetPlugin_v12 and ncclTunerPlugin_v5 exported");
+    return net && t ? tree_case(net, t) : 1;
+  }
   setenv("STRAND_OFI_SPEED_MBPS", "123456", 1);
   setenv("STRAND_OFI_TUNER_CHANNELS", bad ? "1K:1,512:2" : "1K:1,1M:2:simple,64M:0", 1);
   strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");

@@ -22,7 +22,9 @@
 #                                         the channels NCCL opened and strand-ofi's first-use trace
 #                                         (STRAND_OFI_SLOW_MS); stops starting launches after
 #                                         E2E_BUDGET_S (default 250) s. Arguments replace the
-#                                         candidate configurations (built-in and ofi default stay)
+#                                         candidate configurations (built-in and ofi default stay;
+#                                         E2E_OFI_TUNED=1 adds the built-in tuned; E2E_KEEP_LOGS=1
+#                                         keeps every round's rank logs and TCP counters)
 #   tests/e2e/run_e2e.sh unpack           correctness through strand-socket's device-unpack mode
 #                                         (STRAND_SOCKET_UNPACK=1 + the NCCL settings it needs,
 #                                         docs/plugins/socket.md); fails unless NCCL_DEBUG=INFO shows
@@ -225,6 +227,8 @@ case "$mode" in
     o="$ofi_env STRAND_OFI_SLOW_MS=${E2E_SLOW_MS:-5}"
     fast="STRAND_OFI_SPEED_MBPS=100000 STRAND_OFI_TUNER_CHANNELS=${E2E_OFI_BANDS:-16K:0,1M:2:simple}"
     configs=("builtin|$builtin_env" "ofi|$o")
+    # E2E_OFI_TUNED=1: the built-in Socket's hand tuning as a third fixed column
+    [[ -n ${E2E_OFI_TUNED:-} ]] && configs=("builtin|$builtin_env" "tuned|$tuned_env" "ofi|$o")
     if (( $# == 0 )); then
       configs+=("spd|$o $fast"
         "r4-thr|$o $fast STRAND_OFI_RAILS=4"
@@ -248,8 +252,16 @@ case "$mode" in
           echo "# budget of ${E2E_BUDGET_S:-250} s spent: round $round of $name and later not run"; break 2
         fi
         ts=$SECONDS
+        # E2E_KEEP_LOGS=1: every round's logs of every rank and the kernel's TCP counters around
+        # the launch (/proc/net/snmp, netstat: retransmissions, loss probes, drops), for tracing
+        # a round that stalled; they go to $OUT/ofi-tune with the rest
+        [[ -n ${E2E_KEEP_LOGS:-} ]] && cat /proc/net/snmp /proc/net/netstat >"$res/$round.$name.net0" 2>/dev/null || true
         launch "tune-$name" "${cfg#*|} $dbg" --perf allreduce --sizes "$sizes" --tag "$name" \
           >"$res/$round.$name" 2>&1 || echo "# round $round of $name failed (see $build/log.tune-$name.rank0)"
+        if [[ -n ${E2E_KEEP_LOGS:-} ]]; then
+          cat /proc/net/snmp /proc/net/netstat >"$res/$round.$name.net1" 2>/dev/null || true
+          for ((r = 0; r < nranks; r++)); do cp "$build/log.tune-$name.rank$r" "$res/$round.$name.log$r" || true; done
+        fi
         echo "# round $round $name: $((SECONDS - ts)) s"
         if (( round == 1 )); then
           # The channels NCCL opened through the network, and strand-ofi's trace of slow and first
