@@ -6,14 +6,24 @@ iters'), all launched by one `run_e2e.sh sweep` whose order rotates between roun
 ("tuned" when it sets NCCL_NSOCKS_PERTHREAD, else "default"); any other tag is named by its extra
 variables. Per size: each configuration's median µs over the rounds, and for each strand-socket
 configuration the ratio faster built-in / it taken per round (the faster of default and tuned in
-that round), then the median and the range of those ratios (> 1: strand-socket faster)."""
+that round), then the median and the range of those ratios (> 1: strand-socket faster).
+
+A tag holding E2E_NAME=NAME (an extra variable nccl_e2e ignores) is labelled NAME: other plugins
+run through the same sweep (NCCL_NET_PLUGIN=strand-ofi ...) and identical twins (a control of the
+launch-to-launch spread) get short, distinct names. PAIRED_REFS=default,tuned (the default) names
+the reference labels whose per-round faster one each ratio is taken against; PAIRED_REFS=default
+compares with the built-in default alone (strand-ofi's target)."""
 import glob
+import os
 import re
 import statistics
 import sys
 
 
 def label(tag):
+    m = re.search(r"E2E_NAME=(\S+)", tag)
+    if m:
+        return m.group(1)
     if "NCCL_NET=Socket" in tag:
         return "tuned" if "NSOCKS" in tag else "default"
     extra = tag[len("strand "):] if tag.startswith("strand ") else tag
@@ -40,7 +50,8 @@ def load(directory):
 
 def main():
     rounds, order, ranks = load(sys.argv[1])
-    refs = [n for n in ("default", "tuned") if n in order]
+    wanted = os.environ.get("PAIRED_REFS", "default,tuned").split(",")
+    refs = [n for n in wanted if n in order]
     mine = [n for n in order if n not in refs]
     sizes = sorted({s for d in rounds for v in d.values() for s in v})
     print(f"# {ranks} ranks, {len(rounds)} rounds; median us; ratio = per round faster built-in "

@@ -1,0 +1,37 @@
+# tests/e2e/runs/paired.sh — sourced by the run scripts here (sksmall8.sh and later): the GPU count
+# and the paired round loop that sksmall4-7.sh and ops2.sh each wrote out by hand.
+#
+# Paired rounds: every configuration of a comparison runs inside ONE `run_e2e.sh sweep` per round,
+# in an order that rotates by one each round, so that no configuration always runs first (on a
+# fresh connection set-up) or last, and ratios are taken within a round before any median
+# (paired_table.py). Two launches of one configuration can differ by 2 µs at small sizes; a
+# comparison of medians of separate sweeps is then a comparison of launch draws.
+
+# The number of GPUs on this host (0 without nvidia-smi).
+gpu_count() { nvidia-smi -L 2>/dev/null | wc -l; }
+
+# paired_rounds DIR NRANKS MAX_ROUNDS BUDGET_S CONFIG...
+#   One `run_e2e.sh sweep` per round on GPUs 0..NRANKS-1, CONFIG strings as extra variables for
+#   each launch (E2E_NAME=NAME labels one for paired_table.py; E2E_SIZES and E2E_OP come from the
+#   caller's environment), written to DIR/nNRANKS-rROUND.txt. Stops before a round that would not
+#   end within BUDGET_S seconds of the first at the rounds' average pace.
+paired_rounds() {
+  local dir=$1 n=$2 max=$3 budget=$4
+  shift 4
+  local k=$# t0=$SECONDS r i dev
+  local cfgs=("$@")
+  dev=$(seq -s, 0 $((n - 1)))
+  mkdir -p "$dir"
+  for ((r = 1; r <= max; r++)); do
+    local rot=()
+    for ((i = 0; i < k; i++)); do rot+=("${cfgs[$(((i + r) % k))]}"); done
+    CUDA_VISIBLE_DEVICES=$dev NRANKS=$n timeout 170 tests/e2e/run_e2e.sh sweep "${rot[@]}" \
+      >"$dir/n$n-r$(printf %02d "$r").txt" 2>&1 || echo "# $n ranks, round $r: a launch failed (see $dir)"
+    local el=$((SECONDS - t0))
+    echo "# $n ranks: round $r done at ${el} s"
+    if ((el + el / r > budget)); then
+      echo "# $n ranks: stopping after round $r (budget ${budget} s)"
+      break
+    fi
+  done
+}
