@@ -117,6 +117,22 @@ typedef struct cs_mr {
 
 struct cs_req;
 
+/* The gaps of an all-reduce call, followed through its last chunk to complete. The chain
+ * ISSUE_RS + RS + TO_RED + RED + TO_AG + AG + TO_DONE runs from issue to done without overlap;
+ * RS_IN / RS_OUT (AG_IN / AG_OUT) split the exchange: from its first post to its first payload
+ * received, and to its last send completed. */
+enum {
+  CS_GAP_ISSUE_RS, /* iallreduce called -> the reduce-scatter's first message posted */
+  CS_GAP_RS,       /* -> every message of the reduce-scatter complete */
+  CS_GAP_TO_RED,   /* -> its job (peer check, reduction) started: helper pick-up or inline */
+  CS_GAP_RED,      /* -> that job finished */
+  CS_GAP_TO_AG,    /* -> the all-gather's first message posted */
+  CS_GAP_AG,       /* -> every message of the all-gather complete */
+  CS_GAP_TO_DONE,  /* -> test() reports the call done */
+  CS_GAP_RS_IN, CS_GAP_RS_OUT, CS_GAP_AG_IN, CS_GAP_AG_OUT,
+  CS_NGAPS
+};
+
 /* Where a collComm's time goes, reported at closeColl (INFO, INIT|NET as the connect line): what bounds the stub's
  * bandwidth (staging copies, CPU reductions, or the net's exchanges) is read off one real run
  * instead of guessed. Costs a clock read per copy, reduction and exchange (per block, not per
@@ -133,7 +149,26 @@ typedef struct {
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
   uint64_t ag_early;             /* all-gathers whose receives were all posted before the reduction
                                     finished (STRAND_COLLNET_EARLY_AG) */
+  /* Where an all-reduce call's time goes between its exchanges (the closing gaps line): summed
+   * over the all-reduce calls (gap_calls), each followed through its LAST chunk to complete, whose
+   * chain of CS_GAP_* from issue to done sums to exactly the call's time. */
+  uint64_t gap_calls;
+  double gap[CS_NGAPS];
+  /* Time between the starts of consecutive test() calls while collectives were in flight (does
+   * NCCL's proxy poll often enough?), and time spent inside test(). */
+  uint64_t test_gaps;
+  double t_test_gap, t_test_gap_max, t_test_in;
 } cs_stats_t;
+
+/* A chunk's timestamps (strand_now_s) per exchange phase (CS_PH_RS / CS_PH_AG) and of its
+ * reduce-scatter job, copied into its collective when the chunk completes (the gaps above). */
+typedef struct {
+  double first[2];  /* the exchange's first message accepted by the net */
+  double rin[2];    /* its first payload receive seen complete */
+  double sout[2];   /* its last send seen complete */
+  double done[2];   /* every message complete */
+  double red0, red1; /* the reduce-scatter's job (header check + reduction) started / finished */
+} cs_chunk_times_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
 enum { CS_CPU_IDLE = 0, /* the caller's thread (NCCL's proxy) */
@@ -197,6 +232,11 @@ typedef struct cs_slot {
   cs_work_t work[CS_RED_PARTS_MAX];
   strand_result_t part_rc[CS_RED_PARTS_MAX];
   double part_reduce_s[CS_RED_PARTS_MAX];
+  /* Timestamps for the gaps line: tm is the chunk's; job_t0 / job_t1 bracket the job last run
+   * (written by the thread that runs it; per part for a split reduction). */
+  cs_chunk_times_t tm;
+  double job_t0, job_t1;
+  double part_t0[CS_RED_PARTS_MAX], part_t1[CS_RED_PARTS_MAX];
   size_t *blen;          /* per rank block length of this chunk */
   size_t *boff;          /* per rank block offset (bytes) in the user buffers */
 } cs_slot_t;
@@ -215,6 +255,7 @@ typedef struct cs_comm {
   size_t arena_bytes, block;
   size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
   uint64_t ncoll;          /* collectives issued so far; the next one's number */
+  double t_last_test;      /* start of the last test() that left collectives in flight (0: none) */
   int nslots;              /* slots in use (STRAND_COLLNET_SLOTS) */
   cs_slot_t slots[CS_MAX_SLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */

@@ -88,6 +88,7 @@ typedef struct cs_req {
    * blocks go out of and land in the user's memory; NULL: staged through the slot's arena */
   const cs_mr_t *smr, *rmr;
   double t_issued;
+  cs_chunk_times_t tm_last; /* allreduce: the timestamps of its chunk that completed last */
 } cs_req_t;
 
 /* ---- slots ---- */
@@ -510,6 +511,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   sl->lane = cs_lane_of(sl, phase);
   sl->all_posted = sl->sends_posted = sl->recvs_posted = false;
   sl->t_post = 0;
+  sl->tm.first[phase] = sl->tm.rin[phase] = sl->tm.sout[phase] = sl->tm.done[phase] = 0;
   cs_wire_hdr_t h;
   cs_header_of(c, sl, phase, &h);
   for (int j = 0; j < c->nranks; j++) {
@@ -620,7 +622,7 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   bool do_r = !sl->recvs_posted && c->rturn[sl->lane] == seq;
   if (!do_s && !do_r) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
-  bool alls = true, allr = true;
+  bool alls = true, allr = true, any = false;
   if (!sl->t_post && do_s) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
@@ -631,7 +633,7 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
         strand_result_t rc = n->isend(c->send[i], sl->sbuf[q], sl->slen[q], 0, sl->smh[q], NULL, &sl->sreq[q]);
         if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
         sl->sposted[q] = sl->sreq[q] != NULL; /* NULL: the comm is full, retried next time */
-        *changed |= sl->sposted[q];
+        any |= sl->sposted[q];
       }
       if (do_r && !sl->rposted[q] && (first || sl->rposted[q - 1])) {
         void *buf = sl->rbuf[q];
@@ -640,12 +642,14 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
         strand_result_t rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &sl->rmh[q], NULL, &sl->rreq[q]);
         if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
         sl->rposted[q] = sl->rreq[q] != NULL;
-        *changed |= sl->rposted[q];
+        any |= sl->rposted[q];
       }
       alls &= sl->sposted[q];
       allr &= sl->rposted[q];
     }
   }
+  *changed |= any;
+  if (any && !sl->tm.first[sl->phase]) sl->tm.first[sl->phase] = strand_now_s();
   if (do_s && alls) {
     sl->sends_posted = true;
     c->sturn[sl->lane]++;
@@ -911,18 +915,23 @@ void cs_coll_run_part(cs_comm_t *c, cs_slot_t *sl, int part) {
   double t0 = strand_now_s();
   sl->part_rc[part] = len ? cs_reduce_range(c, sl, cs_rs_mine(c, sl), r->dst + sl->boff[c->rank], off, len)
                           : STRAND_SUCCESS;
-  sl->part_reduce_s[part] = strand_now_s() - t0;
+  double t1 = strand_now_s();
+  sl->part_reduce_s[part] = t1 - t0;
+  sl->part_t0[part] = t0;
+  sl->part_t1[part] = t1;
 }
 
 void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
+  sl->job_t0 = strand_now_s();
   if (sl->job == CS_JOB_STAGE_IN) {
-    double t0 = strand_now_s();
     cs_stage_in(c, sl);
-    sl->job_copy_s = strand_now_s() - t0;
+    sl->job_t1 = strand_now_s();
+    sl->job_copy_s = sl->job_t1 - sl->job_t0;
     sl->job_rc = STRAND_SUCCESS;
     return;
   }
   sl->job_rc = cs_exchange_cpu(c, sl);
+  sl->job_t1 = strand_now_s();
 }
 
 /* A rank that has just failed the comm (the ranks disagree) drives the net requests it still has
@@ -965,9 +974,13 @@ static void cs_drain(cs_comm_t *c) {
 static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   atomic_store_explicit(&sl->cpu, CS_CPU_IDLE, memory_order_relaxed);
   if (sl->nparts > 1) { /* a split reduction: the parts' results and times */
+    sl->job_t0 = sl->part_t0[0];
+    sl->job_t1 = sl->part_t1[0];
     for (int p = 0; p < sl->nparts; p++) {
       sl->job_reduce_s += sl->part_reduce_s[p];
       if (sl->job_rc == STRAND_SUCCESS) sl->job_rc = sl->part_rc[p];
+      if (sl->part_t0[p] < sl->job_t0) sl->job_t0 = sl->part_t0[p];
+      if (sl->part_t1[p] > sl->job_t1) sl->job_t1 = sl->part_t1[p];
     }
     sl->nparts = 1;
     c->stats.splits++;
@@ -985,9 +998,12 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
     return STRAND_SUCCESS;
   }
   if (sl->phase == CS_PH_RS && r->kind == CS_ALLREDUCE) {
+    sl->tm.red0 = sl->job_t0;
+    sl->tm.red1 = sl->job_t1;
     cs_slot_exchange(c, sl, CS_PH_AG);
     return STRAND_SUCCESS;
   }
+  if (r->kind == CS_ALLREDUCE) r->tm_last = sl->tm; /* the last chunk to get here is the call's */
   r->chunks_done++;
   c->stats.chunks++;
   c->stats.chunks_direct += r->kind == CS_ALLREDUCE && r->smr && r->rmr;
@@ -1040,13 +1056,19 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
 static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
   const strand_net_t *n = c->net;
   bool all = sl->all_posted;
+  cs_chunk_times_t *tm = &sl->tm;
+  int ph = sl->phase;
+  double now = 0; /* read once, when the first completion of this pass is seen */
   for (int q = 0; q < CS_MSGS * c->nranks; q++) {
     int done, size, j = q / CS_MSGS;
     if (sl->sreq[q]) {
       done = 0;
       strand_result_t rc = n->test(sl->sreq[q], &done, &size);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "send to", rc);
-      if (done) sl->sreq[q] = NULL;
+      if (done) {
+        sl->sreq[q] = NULL;
+        tm->sout[ph] = now = now ? now : strand_now_s();
+      }
     }
     if (sl->rreq[q]) {
       done = 0;
@@ -1056,13 +1078,20 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
       if (done) {
         sl->rreq[q] = NULL;
         sl->rlen[q] = size < 0 ? 0 : (size_t)size;
+        if (q % CS_MSGS == CS_MSG_DATA && !tm->rin[ph]) tm->rin[ph] = now = now ? now : strand_now_s();
       }
     }
     all &= !sl->sreq[q] && !sl->rreq[q];
   }
   if (!all) return STRAND_SUCCESS;
   *changed = true;
-  c->stats.t_exchange += strand_now_s() - sl->t_post;
+  now = strand_now_s();
+  /* one rank alone posts nothing: its exchange starts and ends here */
+  if (!tm->first[ph]) tm->first[ph] = now;
+  if (!tm->rin[ph]) tm->rin[ph] = now;
+  if (!tm->sout[ph]) tm->sout[ph] = tm->first[ph];
+  tm->done[ph] = now;
+  c->stats.t_exchange += now - sl->t_post;
   c->stats.exchanges++;
   cs_ag_early_prepare(c, sl);
   strand_result_t rc = cs_ag_early_post(c, sl, changed);
@@ -1111,6 +1140,32 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
   return STRAND_SUCCESS;
 }
 
+/* Adds a finished all-reduce's gaps (cs.h, CS_GAP_*): its last chunk's chain from issue to `now`. */
+static void cs_add_gaps(cs_stats_t *st, const cs_req_t *r, double now) {
+  const cs_chunk_times_t *t = &r->tm_last;
+  enum { RS = CS_PH_RS, AG = CS_PH_AG };
+  double *g = st->gap;
+  g[CS_GAP_ISSUE_RS] += t->first[RS] - r->t_issued;
+  g[CS_GAP_RS] += t->done[RS] - t->first[RS];
+  g[CS_GAP_TO_RED] += t->red0 - t->done[RS];
+  g[CS_GAP_RED] += t->red1 - t->red0;
+  g[CS_GAP_TO_AG] += t->first[AG] - t->red1;
+  g[CS_GAP_AG] += t->done[AG] - t->first[AG];
+  g[CS_GAP_TO_DONE] += now - t->done[AG];
+  g[CS_GAP_RS_IN] += t->rin[RS] - t->first[RS];
+  g[CS_GAP_RS_OUT] += t->sout[RS] - t->first[RS];
+  g[CS_GAP_AG_IN] += t->rin[AG] - t->first[AG];
+  g[CS_GAP_AG_OUT] += t->sout[AG] - t->first[AG];
+  st->gap_calls++;
+}
+
+/* End of a test() that started at t0: its time, and where the next one's interval starts from. */
+static void cs_test_end(cs_comm_t *c, double t0) {
+  double t1 = strand_now_s();
+  c->stats.t_test_in += t1 - t0;
+  c->t_last_test = c->inflight ? t0 : 0;
+}
+
 strand_result_t cs_test(void *request, int *done, int *size) {
   if (!done) return STRAND_INVALID_ARGUMENT;
   *done = 0;
@@ -1121,15 +1176,27 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   }
   cs_comm_t *c = r->comm;
   if (c->failed != STRAND_SUCCESS) return c->failed;
+  double t0 = strand_now_s();
+  if (c->t_last_test > 0) {
+    double gap = t0 - c->t_last_test;
+    c->stats.test_gaps++;
+    c->stats.t_test_gap += gap;
+    if (gap > c->stats.t_test_gap_max) c->stats.t_test_gap_max = gap;
+  }
   bool moved = false;
   strand_result_t rc = cs_progress(c, &moved);
   c->stats.tests++;
   c->stats.tests_idle += !moved;
   if (rc != STRAND_SUCCESS) return rc;
-  if (r->chunks_done < r->nchunks) return STRAND_SUCCESS;
+  if (r->chunks_done < r->nchunks) {
+    cs_test_end(c, t0);
+    return STRAND_SUCCESS;
+  }
   *done = 1;
+  double now = strand_now_s();
   c->stats.colls++;
-  c->stats.t_coll += strand_now_s() - r->t_issued;
+  c->stats.t_coll += now - r->t_issued;
+  if (r->kind == CS_ALLREDUCE) cs_add_gaps(&c->stats, r, now);
   if (size) *size = (int)r->result_bytes;
   cs_req_t **pp = &c->head, *prev = NULL;
   while (*pp != r) {
@@ -1139,8 +1206,9 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   *pp = r->next;
   if (c->tail == r) c->tail = prev;
   c->inflight--;
-  if (!c->inflight) c->stats.t_busy += strand_now_s() - c->stats.t_busy_since;
+  if (!c->inflight) c->stats.t_busy += now - c->stats.t_busy_since;
   cs_req_free(r);
+  cs_test_end(c, t0);
   return STRAND_SUCCESS;
 }
 
@@ -1167,4 +1235,22 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
               (unsigned long long)st->chunks_direct, (unsigned long long)st->splits,
               (unsigned long long)st->ag_early, c->nstreams);
+  /* A second line: one message holds at most STRAND_LOG_MAX_MESSAGE bytes. Means in microseconds;
+   * the chain (issue .. done) adds up to the mean all-reduce call time printed at its end. */
+  double k = st->gap_calls ? 1e6 / (double)st->gap_calls : 0;
+  const double *g = st->gap;
+  double call = 0;
+  for (int i = CS_GAP_ISSUE_RS; i <= CS_GAP_TO_DONE; i++) call += g[i] * k;
+  STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+              "collnet_stub: rank %d/%d closing: call gaps: %llu all-reduce calls, mean us through each "
+              "call's last chunk: issue->RS posted %.1f, RS %.1f (first payload in %.1f, last send "
+              "done %.1f), ->reduce start %.1f, reduce %.1f, ->AG posted %.1f, AG %.1f (first "
+              "payload in %.1f, last send done %.1f), ->done %.1f; sum %.1f; test() every %.1f us "
+              "(max %.1f) while calls in flight, %.1f us inside each",
+              c->rank, c->nranks, (unsigned long long)st->gap_calls, g[CS_GAP_ISSUE_RS] * k,
+              g[CS_GAP_RS] * k, g[CS_GAP_RS_IN] * k, g[CS_GAP_RS_OUT] * k, g[CS_GAP_TO_RED] * k,
+              g[CS_GAP_RED] * k, g[CS_GAP_TO_AG] * k, g[CS_GAP_AG] * k, g[CS_GAP_AG_IN] * k,
+              g[CS_GAP_AG_OUT] * k, g[CS_GAP_TO_DONE] * k, call,
+              st->test_gaps ? st->t_test_gap / (double)st->test_gaps * 1e6 : 0.0, st->t_test_gap_max * 1e6,
+              st->tests ? st->t_test_in / (double)st->tests * 1e6 : 0.0);
 }
