@@ -147,8 +147,6 @@ typedef struct {
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
-  uint64_t ag_early;             /* all-gathers whose receives were all posted before the reduction
-                                    finished (STRAND_COLLNET_EARLY_AG) */
   /* Where an all-reduce call's time goes between its exchanges (the closing gaps line): summed
    * over the all-reduce calls (gap_calls), each followed through its LAST chunk to complete, whose
    * chain of CS_GAP_* from issue to done sums to exactly the call's time. */
@@ -210,15 +208,6 @@ typedef struct cs_slot {
   bool *sposted, *rposted;
   bool sends_posted, recvs_posted; /* every send / receive of the exchange under way was accepted */
   bool all_posted;       /* both */
-  /* An all-reduce's all-gather receives posted early (c->early_ag), while the reduce-scatter's
-   * reduction runs: per peer j, where its block lands (the user's receive buffer only; the arena's
-   * receive area still holds the reduce-scatter's blocks) and the net request. Touched only by the
-   * caller's thread, also while a helper owns the rest of the slot. ag_pre: 0 none, 1 to post,
-   * 2 every receive posted. */
-  int ag_pre;
-  char **ag_rbuf;
-  void **ag_rmh, **ag_rreq;
-  bool *ag_rposted;
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
   /* CPU work (cs_cpu.c): while cpu is BUSY only the helper thread touches the slot */
   atomic_int cpu;
@@ -246,8 +235,6 @@ typedef struct cs_comm {
   int nranks, rank, dev;
   const strand_net_t *net;
   int nstreams, nlanes;    /* STRAND_COLLNET_STREAMS, and CS_LANES x that per ordered pair */
-  bool early_ag;           /* STRAND_COLLNET_EARLY_AG: an all-reduce's all-gather receives are posted
-                              when its reduce-scatter completed, before the reduction */
   void **send, **recv;     /* send[j*nlanes+l] / recv[..]: lane l's net comms to / from rank j
                               (NULL at j = rank); lane l belongs to stream l / CS_LANES */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
@@ -264,7 +251,8 @@ typedef struct cs_comm {
   uint64_t next_seq[CS_MAX_LANES]; /* next turn handed out, per lane */
   /* the exchange allowed to post its sends / its receives now in each lane: a lane's sends stay in
    * one order on every rank, and so do its receives (the peer's matching sends); the two sides
-   * of one exchange may post at different times (an all-gather's receives before its sends) */
+   * of one exchange hand their turn on separately (a net that refuses a send for a full comm does
+   * not hold up the lane's next receives) */
   uint64_t sturn[CS_MAX_LANES], rturn[CS_MAX_LANES];
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;

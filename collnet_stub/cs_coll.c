@@ -19,8 +19,7 @@
  * all ranks must post a lane's exchanges in the same order. Each exchange gets a sequence number in
  * its lane (a "turn") when its chunk takes a slot, chunks take slots in issue order, and an
  * exchange's sends post only when its lane's send turn reaches it, its receives when the receive
- * turn does; each side hands its turn on once all of it was accepted (an all-reduce's all-gather
- * may post its receives before the reduction and its sends after: cs_ag_early_prepare). With two lanes the reduce-scatters of chunks k+1,
+ * turn does; each side hands its turn on once all of it was accepted. With two lanes the reduce-scatters of chunks k+1,
  * k+2, ... go out while chunk k is still being reduced, and the all-gathers follow as reductions
  * finish (the pipeline); the CPU work of the chunks runs on helper threads (cs_cpu.c).
  *
@@ -114,11 +113,7 @@ void cs_coll_init_slots(cs_comm_t *c) {
     sl->rreq = calloc(nm, sizeof(void *));
     sl->sposted = calloc(nm, sizeof(bool));
     sl->rposted = calloc(nm, sizeof(bool));
-    sl->ag_rbuf = calloc(n, sizeof(char *));
-    sl->ag_rmh = calloc(n, sizeof(void *));
-    sl->ag_rreq = calloc(n, sizeof(void *));
-    sl->ag_rposted = calloc(n, sizeof(bool));
-    if (!sl->ag_rbuf || !sl->ag_rmh || !sl->ag_rreq || !sl->ag_rposted || !sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->rbuf || !sl->smh ||
+    if (!sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->rbuf || !sl->smh ||
         !sl->rmh || !sl->sreq || !sl->rreq || !sl->sposted || !sl->rposted) {
       free(sl->sreq);
       sl->sreq = NULL; /* connect checks this */
@@ -141,10 +136,6 @@ void cs_coll_free_slots(cs_comm_t *c) {
     free(sl->rreq);
     free(sl->sposted);
     free(sl->rposted);
-    free(sl->ag_rbuf);
-    free(sl->ag_rmh);
-    free(sl->ag_rreq);
-    free(sl->ag_rposted);
     memset(sl, 0, sizeof *sl);
   }
 }
@@ -540,16 +531,6 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     sl->rbuf[qd] = land ? land : cs_blk(c, sl->recv, j);
     sl->rlen[qd] = c->block;
     sl->rmh[qd] = land ? r->rmr->net_mh[(size_t)c->nranks * (size_t)c->nlanes + (size_t)i] : c->recv_mh[i];
-    if (phase == CS_PH_AG && sl->ag_pre) { /* its receive went out early (cs_ag_early_post) */
-      sl->rreq[qd] = sl->ag_rreq[j];
-      sl->rposted[qd] = sl->ag_rposted[j];
-      sl->ag_rreq[j] = NULL;
-    }
-  }
-  if (phase == CS_PH_AG && sl->ag_pre) {
-    sl->recvs_posted = sl->ag_pre == 2; /* else cs_post posts the rest on the lane's turn */
-    c->stats.ag_early += sl->ag_pre == 2;
-    sl->ag_pre = 0;
   }
 }
 
@@ -595,7 +576,6 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
   sl->stream = (int)(c->chunks_assigned++ % (uint64_t)c->nstreams); /* the same on every rank */
-  sl->ag_pre = 0;
   if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(sl, CS_PH_RS)]++;
   if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
@@ -661,57 +641,6 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
     *changed = true;
   }
   sl->all_posted = sl->sends_posted && sl->recvs_posted;
-  return STRAND_SUCCESS;
-}
-
-/* Early all-gather receives (STRAND_COLLNET_EARLY_AG). Once an all-reduce chunk's reduce-scatter
- * completed, its all-gather's receives can go out before the reduction: every peer's block lands
- * in the user's receive buffer, outside this rank's block (which the reduction writes) and away
- * from the arena's receive area (which the reduction reads); the reduce-scatter's sends out of the
- * send buffer (the same memory when in place) have completed. So the peer's all-gather send finds
- * its receive posted (on strand-socket: its clear-to-send already there) instead of waiting for
- * this rank's reduction and a round trip. Only where nothing of it would land in the arena, and
- * only without an all-gather header (whose receive area the reduce-scatter's check still reads).
- * The receives post on the all-gather lane's receive turn, in the lane's order as before. If this
- * rank's check of the reduce-scatter then fails, the collective fails and its receive buffer is
- * undefined, as after any failed collective (a peer that agreed may have sent its block). */
-static void cs_ag_early_prepare(cs_comm_t *c, cs_slot_t *sl) {
-  const cs_req_t *r = sl->req;
-  if (!c->early_ag || r->kind != CS_ALLREDUCE || sl->phase != CS_PH_RS || cs_sends_header(r, CS_PH_AG)) return;
-  int lane = cs_lane_of(sl, CS_PH_AG);
-  for (int j = 0; j < c->nranks; j++) {
-    sl->ag_rposted[j] = j == c->rank;
-    sl->ag_rreq[j] = NULL;
-    if (j == c->rank) continue;
-    sl->ag_rbuf[j] = cs_ag_landing(c, sl, j);
-    if (!sl->ag_rbuf[j]) return; /* lands in the arena: posted after the reduction */
-    sl->ag_rmh[j] = r->rmr->net_mh[(size_t)c->nranks * (size_t)c->nlanes + (size_t)(j * c->nlanes + lane)];
-  }
-  sl->ag_pre = 1;
-}
-
-static strand_result_t cs_ag_early_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  int lane = cs_lane_of(sl, CS_PH_AG);
-  if (sl->ag_pre != 1 || c->rturn[lane] != sl->seq[CS_PH_AG]) return STRAND_SUCCESS;
-  bool all = true;
-  for (int j = 0; j < c->nranks; j++) {
-    if (!sl->ag_rposted[j]) {
-      void *buf = sl->ag_rbuf[j];
-      size_t sz = c->block;
-      int tag = 0;
-      strand_result_t rc = c->net->irecv(c->recv[j * c->nlanes + lane], 1, &buf, &sz, &tag, &sl->ag_rmh[j],
-                                         NULL, &sl->ag_rreq[j]);
-      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
-      sl->ag_rposted[j] = sl->ag_rreq[j] != NULL;
-      *changed |= sl->ag_rposted[j];
-    }
-    all &= sl->ag_rposted[j];
-  }
-  if (all) {
-    sl->ag_pre = 2;
-    c->rturn[lane]++;
-    *changed = true;
-  }
   return STRAND_SUCCESS;
 }
 
@@ -947,12 +876,6 @@ static void cs_drain(cs_comm_t *c) {
     left = false;
     for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
-      for (int j = 0; sl->ag_pre && j < c->nranks; j++) { /* the caller's thread's own */
-        int done = 0;
-        if (sl->ag_rreq[j] && (n->test(sl->ag_rreq[j], &done, NULL) != STRAND_SUCCESS || done))
-          sl->ag_rreq[j] = NULL;
-        left |= sl->ag_rreq[j] != NULL;
-      }
       if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
       for (int q = 0; q < CS_MSGS * c->nranks; q++) {
         void **reqs[2] = {&sl->sreq[q], &sl->rreq[q]};
@@ -1093,9 +1016,6 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
   tm->done[ph] = now;
   c->stats.t_exchange += now - sl->t_post;
   c->stats.exchanges++;
-  cs_ag_early_prepare(c, sl);
-  strand_result_t rc = cs_ag_early_post(c, sl, changed);
-  if (rc != STRAND_SUCCESS) return rc;
   return cs_start_job(c, sl, CS_JOB_EXCHANGE);
 }
 
@@ -1115,10 +1035,6 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
     for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (!sl->req) continue;
-      if (sl->ag_pre == 1) { /* the caller's thread's own, also while a helper reduces */
-        strand_result_t rc = cs_ag_early_post(c, sl, &changed);
-        if (rc != STRAND_SUCCESS) return rc;
-      }
       int cpu = atomic_load_explicit(&sl->cpu, memory_order_acquire);
       if (cpu == CS_CPU_BUSY) continue; /* a helper owns it */
       strand_result_t rc = STRAND_SUCCESS;
@@ -1224,8 +1140,7 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
               "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging); %llu reductions split over helpers; %llu all-gathers with every receive "
-              "posted before the reduction ended; %d streams",
+              "memory (no staging); %llu reductions split over helpers; %d streams",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
@@ -1233,8 +1148,7 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
-              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits,
-              (unsigned long long)st->ag_early, c->nstreams);
+              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits, c->nstreams);
   /* A second line: one message holds at most STRAND_LOG_MAX_MESSAGE bytes. Means in microseconds;
    * the chain (issue .. done) adds up to the mean all-reduce call time printed at its end. */
   double k = st->gap_calls ? 1e6 / (double)st->gap_calls : 0;

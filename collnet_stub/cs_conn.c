@@ -216,9 +216,6 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
   c->nstreams = (int)streams;
   c->nlanes = CS_LANES * c->nstreams;
-  bool early = false; /* measured on 2 and 4 H200s: lower medians than after the reduction */
-  if (strand_param_get_bool("STRAND_COLLNET_EARLY_AG", &early) != STRAND_SUCCESS) early = false;
-  c->early_ag = early;
   c->stride = CS_HDR_BYTES + c->block;
   c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
@@ -249,10 +246,9 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
               "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
-              "per peer and direction (STRAND_COLLNET_STREAMS), all-gather receives posted %s "
-              "(STRAND_COLLNET_EARLY_AG)",
+              "per peer and direction (STRAND_COLLNET_STREAMS)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              CS_LANES, c->early_ag ? "before the reduction" : "after the reduction");
+              CS_LANES);
   *collComm = c;
   return STRAND_SUCCESS;
 }
