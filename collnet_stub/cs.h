@@ -206,8 +206,7 @@ typedef struct cs_slot {
   void **smh, **rmh;     /* the net's registration of that memory on the lane's comm */
   void **sreq, **rreq;   /* net requests; NULL when not posted or complete */
   bool *sposted, *rposted;
-  bool sends_posted, recvs_posted; /* every send / receive of the exchange under way was accepted */
-  bool all_posted;       /* both */
+  bool all_posted;       /* every send and receive of the exchange under way was accepted */
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
   /* CPU work (cs_cpu.c): while cpu is BUSY only the helper thread touches the slot */
   atomic_int cpu;
@@ -249,11 +248,9 @@ typedef struct cs_comm {
   int inflight;
   uint64_t chunks_assigned;    /* chunks that took a slot so far: the next one's stream */
   uint64_t next_seq[CS_MAX_LANES]; /* next turn handed out, per lane */
-  /* the exchange allowed to post its sends / its receives now in each lane: a lane's sends stay in
-   * one order on every rank, and so do its receives (the peer's matching sends); the two sides
-   * of one exchange hand their turn on separately (a net that refuses a send for a full comm does
-   * not hold up the lane's next receives) */
-  uint64_t sturn[CS_MAX_LANES], rturn[CS_MAX_LANES];
+  /* the exchange allowed to post now in each lane: a lane's posts stay in one order on every rank
+   * (nets deliver a comm's messages in posting order) */
+  uint64_t turn[CS_MAX_LANES];
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;
   cs_stats_t stats;

@@ -18,8 +18,8 @@
  * STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
  * all ranks must post a lane's exchanges in the same order. Each exchange gets a sequence number in
  * its lane (a "turn") when its chunk takes a slot, chunks take slots in issue order, and an
- * exchange's sends post only when its lane's send turn reaches it, its receives when the receive
- * turn does; each side hands its turn on once all of it was accepted. With two lanes the reduce-scatters of chunks k+1,
+ * exchange posts only when its lane's turn reaches it and hands the turn on once all of its sends
+ * and receives were accepted. With two lanes the reduce-scatters of chunks k+1,
  * k+2, ... go out while chunk k is still being reduced, and the all-gathers follow as reductions
  * finish (the pipeline); the CPU work of the chunks runs on helper threads (cs_cpu.c).
  *
@@ -500,7 +500,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   int me = c->rank;
   sl->phase = phase;
   sl->lane = cs_lane_of(sl, phase);
-  sl->all_posted = sl->sends_posted = sl->recvs_posted = false;
+  sl->all_posted = false;
   sl->t_post = 0;
   sl->tm.first[phase] = sl->tm.rin[phase] = sl->tm.sout[phase] = sl->tm.done[phase] = 0;
   cs_wire_hdr_t h;
@@ -591,31 +591,27 @@ static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char
   return rc;
 }
 
-/* Posts what the slot's exchange may post now; *changed when something was posted. Its sends post
- * on their lane's send turn and its receives on the receive turn (the two sides of one exchange
- * are independent: a lane's sends pair with the peer's receives in the same order either way). A
- * peer's payload is posted after its header on the same comm (the net keeps that order). */
+/* Posts what the slot's exchange may post now, on its lane's turn; *changed when something was
+ * posted. The lane's turn moves on once every send and receive of the exchange was accepted, so a
+ * lane's sends stay in one order on every rank and so do its receives (the peer's matching sends).
+ * A peer's payload is posted after its header on the same comm (the net keeps that order). */
 static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  if (sl->all_posted) return STRAND_SUCCESS;
-  uint64_t seq = sl->seq[sl->phase];
-  bool do_s = !sl->sends_posted && c->sturn[sl->lane] == seq;
-  bool do_r = !sl->recvs_posted && c->rturn[sl->lane] == seq;
-  if (!do_s && !do_r) return STRAND_SUCCESS;
+  if (sl->all_posted || c->turn[sl->lane] != sl->seq[sl->phase]) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
-  bool alls = true, allr = true, any = false;
-  if (!sl->t_post && do_s) sl->t_post = strand_now_s();
+  bool all = true, any = false;
+  if (!sl->t_post) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     int i = j * c->nlanes + sl->lane;
     for (int q = CS_MSGS * j; q < CS_MSGS * (j + 1); q++) {
       bool first = q == CS_MSGS * j;
-      if (do_s && !sl->sposted[q] && (first || sl->sposted[q - 1])) {
+      if (!sl->sposted[q] && (first || sl->sposted[q - 1])) {
         strand_result_t rc = n->isend(c->send[i], sl->sbuf[q], sl->slen[q], 0, sl->smh[q], NULL, &sl->sreq[q]);
         if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
         sl->sposted[q] = sl->sreq[q] != NULL; /* NULL: the comm is full, retried next time */
         any |= sl->sposted[q];
       }
-      if (do_r && !sl->rposted[q] && (first || sl->rposted[q - 1])) {
+      if (!sl->rposted[q] && (first || sl->rposted[q - 1])) {
         void *buf = sl->rbuf[q];
         size_t sz = sl->rlen[q];
         int tag = 0;
@@ -624,23 +620,16 @@ static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
         sl->rposted[q] = sl->rreq[q] != NULL;
         any |= sl->rposted[q];
       }
-      alls &= sl->sposted[q];
-      allr &= sl->rposted[q];
+      all &= sl->sposted[q] && sl->rposted[q];
     }
   }
   *changed |= any;
   if (any && !sl->tm.first[sl->phase]) sl->tm.first[sl->phase] = strand_now_s();
-  if (do_s && alls) {
-    sl->sends_posted = true;
-    c->sturn[sl->lane]++;
+  if (all) {
+    sl->all_posted = true;
+    c->turn[sl->lane]++;
     *changed = true;
   }
-  if (do_r && allr) {
-    sl->recvs_posted = true;
-    c->rturn[sl->lane]++;
-    *changed = true;
-  }
-  sl->all_posted = sl->sends_posted && sl->recvs_posted;
   return STRAND_SUCCESS;
 }
 
