@@ -297,6 +297,12 @@ void cs_coll_drop_all(cs_comm_t *c);
 /* Slot staging memory inside the arena; called by connect once the arena exists. */
 void cs_coll_init_slots(cs_comm_t *c);
 void cs_coll_free_slots(cs_comm_t *c);
+/* Connect's check with the peers (cs_conn.c): sends the first `len` (<= CS_HDR_BYTES) bytes of slot
+ * 0's send header area for peer j to every peer j and receives each peer's into slot 0's receive
+ * header area for it, on lane 0 as that lane's first exchange, through the same posting and polling
+ * as a collective's header messages. Blocking, until every message completed or `until`
+ * (strand_now_s; then STRAND_REMOTE_ERROR and *timed_out); a net error fails it with a WARN. */
+strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out);
 /* The INFO line of where the comm's time went (closeColl). */
 void cs_coll_report_stats(const cs_comm_t *c);
 /* Runs the slot's job (sl->job) on the calling thread; a helper thread calls it for offloaded work.

@@ -582,6 +582,13 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
 }
 
 static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
+  if (!sl->req) { /* connect's check (cs_coll_hello) */
+    STRAND_WARN("collnet_stub connect(rank %d/%d): %s rank %d failed (net %s returned %d) in the check "
+                "with the peers; connect fails; check rank %d's log and the network between the two",
+                c->rank, c->nranks, what, peer, c->net->name, (int)rc, peer);
+    c->failed = rc;
+    return rc;
+  }
   STRAND_WARN("collnet_stub %s(rank %d/%d): %s rank %d failed (net %s returned %d) in chunk %zu; the "
               "collComm is unusable; check rank %d's log, the network between the two, and that "
               "STRAND_COLLNET_CHUNK_KB is the same on every rank (a peer that cuts larger blocks "
@@ -965,7 +972,29 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
  * completion alone does not buy another pass over every slot (measured through NCCL on 2 H200s,
  * docs/benchmarks/collnet.md: with it, test() calls took ~30 us instead of ~5 us, NCCL's proxy
  * thread called test() 5.5x less often, and exchanges looked twice as long). */
+static strand_result_t cs_poll_msgs(cs_comm_t *c, cs_slot_t *sl, bool *all_done);
+
 static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
+  bool all;
+  strand_result_t rc = cs_poll_msgs(c, sl, &all);
+  if (rc != STRAND_SUCCESS || !all) return rc;
+  *changed = true;
+  cs_chunk_times_t *tm = &sl->tm;
+  int ph = sl->phase;
+  double now = strand_now_s();
+  /* one rank alone posts nothing: its exchange starts and ends here */
+  if (!tm->first[ph]) tm->first[ph] = now;
+  if (!tm->rin[ph]) tm->rin[ph] = now;
+  if (!tm->sout[ph]) tm->sout[ph] = tm->first[ph];
+  tm->done[ph] = now;
+  c->stats.t_exchange += now - sl->t_post;
+  c->stats.exchanges++;
+  return cs_start_job(c, sl, CS_JOB_EXCHANGE);
+}
+
+/* One pass of tests over the slot's posted requests; *all_done when every message of the exchange
+ * was posted and has completed. */
+static strand_result_t cs_poll_msgs(cs_comm_t *c, cs_slot_t *sl, bool *all_done) {
   const strand_net_t *n = c->net;
   bool all = sl->all_posted;
   cs_chunk_times_t *tm = &sl->tm;
@@ -995,17 +1024,43 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
     }
     all &= !sl->sreq[q] && !sl->rreq[q];
   }
-  if (!all) return STRAND_SUCCESS;
-  *changed = true;
-  now = strand_now_s();
-  /* one rank alone posts nothing: its exchange starts and ends here */
-  if (!tm->first[ph]) tm->first[ph] = now;
-  if (!tm->rin[ph]) tm->rin[ph] = now;
-  if (!tm->sout[ph]) tm->sout[ph] = tm->first[ph];
-  tm->done[ph] = now;
-  c->stats.t_exchange += now - sl->t_post;
-  c->stats.exchanges++;
-  return cs_start_job(c, sl, CS_JOB_EXCHANGE);
+  *all_done = all;
+  return STRAND_SUCCESS;
+}
+
+strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out) {
+  cs_slot_t *sl = &c->slots[0];
+  *timed_out = false;
+  sl->req = NULL;
+  sl->phase = CS_PH_RS;
+  sl->lane = 0;
+  sl->seq[CS_PH_RS] = c->next_seq[0]++; /* lane 0's first turn: the collectives' start at the next */
+  sl->all_posted = false;
+  sl->t_post = 0;
+  memset(&sl->tm, 0, sizeof sl->tm);
+  for (int j = 0; j < c->nranks; j++) {
+    int qh = CS_MSGS * j + CS_MSG_HDR, qd = CS_MSGS * j + CS_MSG_DATA, i = j * c->nlanes;
+    sl->sreq[qh] = sl->rreq[qh] = sl->sreq[qd] = sl->rreq[qd] = NULL;
+    sl->sposted[qh] = sl->rposted[qh] = j == c->rank;
+    sl->sposted[qd] = sl->rposted[qd] = true; /* no payload */
+    if (j == c->rank) continue;
+    sl->sbuf[qh] = cs_msg(c, sl->send, j);
+    sl->slen[qh] = len;
+    sl->smh[qh] = c->send_mh[i];
+    sl->rbuf[qh] = cs_msg(c, sl->recv, j);
+    sl->rlen[qh] = CS_HDR_BYTES;
+    sl->rmh[qh] = c->recv_mh[i];
+  }
+  for (;;) {
+    bool changed = false, all = false;
+    strand_result_t rc = cs_post(c, sl, &changed);
+    if (rc == STRAND_SUCCESS) rc = cs_poll_msgs(c, sl, &all);
+    if (rc != STRAND_SUCCESS || all) return rc;
+    if (strand_now_s() > until) {
+      *timed_out = true;
+      return STRAND_REMOTE_ERROR;
+    }
+  }
 }
 
 static bool cs_slot_idle(cs_slot_t *sl) {
