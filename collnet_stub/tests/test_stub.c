@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "strand/collnet_stub.h"
 #include "strand/log.h"
@@ -22,6 +23,12 @@
 #include "strand/reduce.h"
 
 static int g_fail;
+/* The test's own clock (the stub's timings are checked against it). */
+static double test_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
@@ -372,23 +379,27 @@ static void wait_req(void *req, const char *what, int rank) {
   }
 }
 
-static void allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, char *exp, int rank,
-                      strand_datatype_t t, strand_redop_t op, size_t n, int salt, bool in_place) {
+/* Returns the seconds from the first iallreduce try to test() reporting done (0 on failure). */
+static double allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, char *exp, int rank,
+                        strand_datatype_t t, strand_redop_t op, size_t n, int salt, bool in_place) {
   size_t es = strand_datatype_size(t);
   gen(t, rank, send, n, salt);
   char *dst = in_place ? send : recv;
   if (!in_place) memset(recv, 0xCD, n * es + 1);
   void *req = NULL;
   strand_result_t rc;
+  double t0 = test_now_s();
   do rc = T->iallreduce(cc, send, dst, n, t, op, smh, rmh, &req);
   while (rc == STRAND_SUCCESS && !req);
   CHECK(rc == STRAND_SUCCESS, "rank %d: iallreduce returned %d", rank, (int)rc);
-  if (rc != STRAND_SUCCESS) return;
+  if (rc != STRAND_SUCCESS) return 0;
   wait_req(req, "iallreduce", rank);
+  double took = test_now_s() - t0;
   expect(t, op, exp, n, 0, salt);
   CHECK(memcmp(exp, dst, n * es) == 0, "rank %d/%d: iallreduce(%s, %s, %zu%s) differs", rank, g_nranks,
         strand_datatype_name(t), strand_redop_name(op), n, in_place ? ", in place" : "");
   if (!in_place) CHECK((unsigned char)recv[n * es] == 0xCD, "rank %d: iallreduce wrote past the end", rank);
+  return took;
 }
 
 /* NCCL 2.28's CollNetChain proxy, as the stub sees it (transport/coll_net.cc sendProxyProgress /
@@ -827,6 +838,7 @@ static void closing_logger(strand_log_level_t level, unsigned long flags, const 
 }
 
 #define GAP_CALLS 14
+static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them (summed) */
 /* Only all-reduces on registered buffers, so the first closing line's mean call time (every
  * collective) is the all-reduce calls' and can be checked against the gaps line: 8 one-chunk calls
  * one at a time, 3 in flight at once, 3 of three chunks each. */
@@ -850,20 +862,26 @@ static void *gaps_main(void *arg) {
   CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
   CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
   int salt = 1;
+  double wall = 0, t0[3];
   for (int i = 0; i < 8; i++)
-    allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, one, salt++, false);
+    wall += allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, one, salt++, false);
   void *reqs[3];
   for (int k = 0; k < 3; k++) {
     reqs[k] = NULL;
+    t0[k] = test_now_s();
     strand_result_t rc;
     do rc = T->iallreduce(cc, send + (size_t)k * one * 4, recv + (size_t)k * one * 4, one, STRAND_FLOAT32,
                           STRAND_SUM, smh, rmh, &reqs[k]);
     while (rc == STRAND_SUCCESS && !reqs[k]);
     CHECK(rc == STRAND_SUCCESS, "iallreduce in flight #%d", k);
   }
-  for (int k = 0; k < 3; k++) wait_req(reqs[k], "iallreduce (one of 3 in flight)", rank);
+  for (int k = 0; k < 3; k++) {
+    wait_req(reqs[k], "iallreduce (one of 3 in flight)", rank);
+    wall += test_now_s() - t0[k];
+  }
   for (int i = 0; i < 3; i++)
-    allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, false);
+    wall += allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, false);
+  if (rank == 0) g_wall_s = wall;
   T->deregMr(cc, smh);
   T->deregMr(cc, rmh);
   pthread_barrier_wait(&g_bar);
@@ -901,7 +919,7 @@ static void check_gaps(const char *what) {
   CHECK(got == 16 && call > 0, "%s: closing lines not found or not parsed (%d fields, call %.1f us):\n%s",
         what, got, call, g_closing);
   if (got != 16 || call <= 0) return;
-  printf("%s, mean call %.1f us: %s", what, call, l2);
+  printf("%s, mean call %.1f us (%.1f us seen by the test): %s", what, call, g_wall_s / GAP_CALLS * 1e6, l2);
   CHECK(calls == GAP_CALLS, "%s: %llu all-reduce calls in the gaps line, want %d", what, calls, GAP_CALLS);
   double chain = 0;
   /* the chain: issue->RS, RS, ->reduce, reduce, ->AG, AG, ->done (indexes 0 1 4 5 6 7 10) */
@@ -910,6 +928,11 @@ static void check_gaps(const char *what) {
   for (int i = 0; i < 7; i++) chain += g[link[i]];
   CHECK(chain > 0.95 * call - 2 && chain < 1.05 * call + 2, "%s: the gaps add up to %.1f us, the mean "
         "call took %.1f us:\n%s", what, chain, call, g_closing);
+  /* and against this test's own clock around each call: inside it, and most of it (the test's
+   * loop adds a few microseconds per call) */
+  double wall = g_wall_s / GAP_CALLS * 1e6;
+  CHECK(chain <= wall + 1 && chain > 0.5 * wall, "%s: the gaps add up to %.1f us, the test saw %.1f us "
+        "per call from issue to done:\n%s", what, chain, wall, g_closing);
   CHECK(g[1] > 0 && g[7] > 0 && g[5] > 0, "%s: an exchange or the reduction took no time:\n%s", what, g_closing);
   CHECK(g[2] <= g[1] + 0.2 && g[3] <= g[1] + 0.2 && g[8] <= g[7] + 0.2 && g[9] <= g[7] + 0.2,
         "%s: an exchange's first payload / last send lies outside it:\n%s", what, g_closing);
