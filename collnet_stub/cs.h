@@ -117,6 +117,22 @@ typedef struct cs_mr {
 
 struct cs_req;
 
+/* The gaps of an all-reduce call, followed through its last chunk to complete. The chain
+ * ISSUE_RS + RS + TO_RED + RED + TO_AG + AG + TO_DONE runs from issue to done without overlap;
+ * RS_IN / RS_OUT (AG_IN / AG_OUT) split the exchange: from its first post to its first payload
+ * received, and to its last send completed. */
+enum {
+  CS_GAP_ISSUE_RS, /* iallreduce called -> the reduce-scatter's first message posted */
+  CS_GAP_RS,       /* -> every message of the reduce-scatter complete */
+  CS_GAP_TO_RED,   /* -> its job (peer check, reduction) started: helper pick-up or inline */
+  CS_GAP_RED,      /* -> that job finished */
+  CS_GAP_TO_AG,    /* -> the all-gather's first message posted */
+  CS_GAP_AG,       /* -> every message of the all-gather complete */
+  CS_GAP_TO_DONE,  /* -> test() reports the call done */
+  CS_GAP_RS_IN, CS_GAP_RS_OUT, CS_GAP_AG_IN, CS_GAP_AG_OUT,
+  CS_NGAPS
+};
+
 /* Where a collComm's time goes, reported at closeColl (INFO, INIT|NET as the connect line): what bounds the stub's
  * bandwidth (staging copies, CPU reductions, or the net's exchanges) is read off one real run
  * instead of guessed. Costs a clock read per copy, reduction and exchange (per block, not per
@@ -131,9 +147,26 @@ typedef struct {
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
-  uint64_t ag_early;             /* all-gathers whose receives were all posted before the reduction
-                                    finished (STRAND_COLLNET_EARLY_AG) */
+  /* Where an all-reduce call's time goes between its exchanges (the closing gaps line): summed
+   * over the all-reduce calls (gap_calls), each followed through its LAST chunk to complete, whose
+   * chain of CS_GAP_* from issue to done sums to exactly the call's time. */
+  uint64_t gap_calls;
+  double gap[CS_NGAPS];
+  /* Time between the starts of consecutive test() calls while collectives were in flight (does
+   * NCCL's proxy poll often enough?), and time spent inside test(). */
+  uint64_t test_gaps;
+  double t_test_gap, t_test_gap_max, t_test_in;
 } cs_stats_t;
+
+/* A chunk's timestamps (strand_now_s) per exchange phase (CS_PH_RS / CS_PH_AG) and of its
+ * reduce-scatter job, copied into its collective when the chunk completes (the gaps above). */
+typedef struct {
+  double first[2];  /* the exchange's first message accepted by the net */
+  double rin[2];    /* its first payload receive seen complete */
+  double sout[2];   /* its last send seen complete */
+  double done[2];   /* every message complete */
+  double red0, red1; /* the reduce-scatter's job (header check + reduction) started / finished */
+} cs_chunk_times_t;
 
 /* A slot's CPU work: who owns the slot (cs_slot_t.cpu). */
 enum { CS_CPU_IDLE = 0, /* the caller's thread (NCCL's proxy) */
@@ -173,17 +206,7 @@ typedef struct cs_slot {
   void **smh, **rmh;     /* the net's registration of that memory on the lane's comm */
   void **sreq, **rreq;   /* net requests; NULL when not posted or complete */
   bool *sposted, *rposted;
-  bool sends_posted, recvs_posted; /* every send / receive of the exchange under way was accepted */
-  bool all_posted;       /* both */
-  /* An all-reduce's all-gather receives posted early (c->early_ag), while the reduce-scatter's
-   * reduction runs: per peer j, where its block lands (the user's receive buffer only; the arena's
-   * receive area still holds the reduce-scatter's blocks) and the net request. Touched only by the
-   * caller's thread, also while a helper owns the rest of the slot. ag_pre: 0 none, 1 to post,
-   * 2 every receive posted. */
-  int ag_pre;
-  char **ag_rbuf;
-  void **ag_rmh, **ag_rreq;
-  bool *ag_rposted;
+  bool all_posted;       /* every send and receive of the exchange under way was accepted */
   double t_post;         /* when the exchange under way posted its first message (0: not yet) */
   /* CPU work (cs_cpu.c): while cpu is BUSY only the helper thread touches the slot */
   atomic_int cpu;
@@ -197,6 +220,11 @@ typedef struct cs_slot {
   cs_work_t work[CS_RED_PARTS_MAX];
   strand_result_t part_rc[CS_RED_PARTS_MAX];
   double part_reduce_s[CS_RED_PARTS_MAX];
+  /* Timestamps for the gaps line: tm is the chunk's; job_t0 / job_t1 bracket the job last run
+   * (written by the thread that runs it; per part for a split reduction). */
+  cs_chunk_times_t tm;
+  double job_t0, job_t1;
+  double part_t0[CS_RED_PARTS_MAX], part_t1[CS_RED_PARTS_MAX];
   size_t *blen;          /* per rank block length of this chunk */
   size_t *boff;          /* per rank block offset (bytes) in the user buffers */
 } cs_slot_t;
@@ -206,8 +234,6 @@ typedef struct cs_comm {
   int nranks, rank, dev;
   const strand_net_t *net;
   int nstreams, nlanes;    /* STRAND_COLLNET_STREAMS, and CS_LANES x that per ordered pair */
-  bool early_ag;           /* STRAND_COLLNET_EARLY_AG: an all-reduce's all-gather receives are posted
-                              when its reduce-scatter completed, before the reduction */
   void **send, **recv;     /* send[j*nlanes+l] / recv[..]: lane l's net comms to / from rank j
                               (NULL at j = rank); lane l belongs to stream l / CS_LANES */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
@@ -215,16 +241,16 @@ typedef struct cs_comm {
   size_t arena_bytes, block;
   size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
   uint64_t ncoll;          /* collectives issued so far; the next one's number */
+  double t_last_test;      /* start of the last test() that left collectives in flight (0: none) */
   int nslots;              /* slots in use (STRAND_COLLNET_SLOTS) */
   cs_slot_t slots[CS_MAX_SLOTS];
   struct cs_req *head, *tail; /* collectives in issue order */
   int inflight;
   uint64_t chunks_assigned;    /* chunks that took a slot so far: the next one's stream */
   uint64_t next_seq[CS_MAX_LANES]; /* next turn handed out, per lane */
-  /* the exchange allowed to post its sends / its receives now in each lane: a lane's sends stay in
-   * one order on every rank, and so do its receives (the peer's matching sends); the two sides
-   * of one exchange may post at different times (an all-gather's receives before its sends) */
-  uint64_t sturn[CS_MAX_LANES], rturn[CS_MAX_LANES];
+  /* the exchange allowed to post now in each lane: a lane's posts stay in one order on every rank
+   * (nets deliver a comm's messages in posting order) */
+  uint64_t turn[CS_MAX_LANES];
   strand_result_t failed; /* sticky: a failed exchange or a mismatch leaves the mesh out of step */
   cs_mr_t *mrs;
   cs_stats_t stats;
@@ -271,6 +297,12 @@ void cs_coll_drop_all(cs_comm_t *c);
 /* Slot staging memory inside the arena; called by connect once the arena exists. */
 void cs_coll_init_slots(cs_comm_t *c);
 void cs_coll_free_slots(cs_comm_t *c);
+/* Connect's check with the peers (cs_conn.c): sends the first `len` (<= CS_HDR_BYTES) bytes of slot
+ * 0's send header area for peer j to every peer j and receives each peer's into slot 0's receive
+ * header area for it, on lane 0 as that lane's first exchange, through the same posting and polling
+ * as a collective's header messages. Blocking, until every message completed or `until`
+ * (strand_now_s; then STRAND_REMOTE_ERROR and *timed_out); a net error fails it with a WARN. */
+strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out);
 /* The INFO line of where the comm's time went (closeColl). */
 void cs_coll_report_stats(const cs_comm_t *c);
 /* Runs the slot's job (sl->job) on the calling thread; a helper thread calls it for offloaded work.

@@ -18,9 +18,8 @@
  * STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
  * all ranks must post a lane's exchanges in the same order. Each exchange gets a sequence number in
  * its lane (a "turn") when its chunk takes a slot, chunks take slots in issue order, and an
- * exchange's sends post only when its lane's send turn reaches it, its receives when the receive
- * turn does; each side hands its turn on once all of it was accepted (an all-reduce's all-gather
- * may post its receives before the reduction and its sends after: cs_ag_early_prepare). With two lanes the reduce-scatters of chunks k+1,
+ * exchange posts only when its lane's turn reaches it and hands the turn on once all of its sends
+ * and receives were accepted. With two lanes the reduce-scatters of chunks k+1,
  * k+2, ... go out while chunk k is still being reduced, and the all-gathers follow as reductions
  * finish (the pipeline); the CPU work of the chunks runs on helper threads (cs_cpu.c).
  *
@@ -88,6 +87,7 @@ typedef struct cs_req {
    * blocks go out of and land in the user's memory; NULL: staged through the slot's arena */
   const cs_mr_t *smr, *rmr;
   double t_issued;
+  cs_chunk_times_t tm_last; /* allreduce: the timestamps of its chunk that completed last */
 } cs_req_t;
 
 /* ---- slots ---- */
@@ -113,11 +113,7 @@ void cs_coll_init_slots(cs_comm_t *c) {
     sl->rreq = calloc(nm, sizeof(void *));
     sl->sposted = calloc(nm, sizeof(bool));
     sl->rposted = calloc(nm, sizeof(bool));
-    sl->ag_rbuf = calloc(n, sizeof(char *));
-    sl->ag_rmh = calloc(n, sizeof(void *));
-    sl->ag_rreq = calloc(n, sizeof(void *));
-    sl->ag_rposted = calloc(n, sizeof(bool));
-    if (!sl->ag_rbuf || !sl->ag_rmh || !sl->ag_rreq || !sl->ag_rposted || !sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->rbuf || !sl->smh ||
+    if (!sl->slen || !sl->rlen || !sl->blen || !sl->boff || !sl->sbuf || !sl->rbuf || !sl->smh ||
         !sl->rmh || !sl->sreq || !sl->rreq || !sl->sposted || !sl->rposted) {
       free(sl->sreq);
       sl->sreq = NULL; /* connect checks this */
@@ -140,10 +136,6 @@ void cs_coll_free_slots(cs_comm_t *c) {
     free(sl->rreq);
     free(sl->sposted);
     free(sl->rposted);
-    free(sl->ag_rbuf);
-    free(sl->ag_rmh);
-    free(sl->ag_rreq);
-    free(sl->ag_rposted);
     memset(sl, 0, sizeof *sl);
   }
 }
@@ -508,8 +500,9 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   int me = c->rank;
   sl->phase = phase;
   sl->lane = cs_lane_of(sl, phase);
-  sl->all_posted = sl->sends_posted = sl->recvs_posted = false;
+  sl->all_posted = false;
   sl->t_post = 0;
+  sl->tm.first[phase] = sl->tm.rin[phase] = sl->tm.sout[phase] = sl->tm.done[phase] = 0;
   cs_wire_hdr_t h;
   cs_header_of(c, sl, phase, &h);
   for (int j = 0; j < c->nranks; j++) {
@@ -538,16 +531,6 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
     sl->rbuf[qd] = land ? land : cs_blk(c, sl->recv, j);
     sl->rlen[qd] = c->block;
     sl->rmh[qd] = land ? r->rmr->net_mh[(size_t)c->nranks * (size_t)c->nlanes + (size_t)i] : c->recv_mh[i];
-    if (phase == CS_PH_AG && sl->ag_pre) { /* its receive went out early (cs_ag_early_post) */
-      sl->rreq[qd] = sl->ag_rreq[j];
-      sl->rposted[qd] = sl->ag_rposted[j];
-      sl->ag_rreq[j] = NULL;
-    }
-  }
-  if (phase == CS_PH_AG && sl->ag_pre) {
-    sl->recvs_posted = sl->ag_pre == 2; /* else cs_post posts the rest on the lane's turn */
-    c->stats.ag_early += sl->ag_pre == 2;
-    sl->ag_pre = 0;
   }
 }
 
@@ -593,13 +576,19 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
   sl->stream = (int)(c->chunks_assigned++ % (uint64_t)c->nstreams); /* the same on every rank */
-  sl->ag_pre = 0;
   if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(sl, CS_PH_RS)]++;
   if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
 static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char *what, strand_result_t rc) {
+  if (!sl->req) { /* connect's check (cs_coll_hello) */
+    STRAND_WARN("collnet_stub connect(rank %d/%d): %s rank %d failed (net %s returned %d) in the check "
+                "with the peers; connect fails; check rank %d's log and the network between the two",
+                c->rank, c->nranks, what, peer, c->net->name, (int)rc, peer);
+    c->failed = rc;
+    return rc;
+  }
   STRAND_WARN("collnet_stub %s(rank %d/%d): %s rank %d failed (net %s returned %d) in chunk %zu; the "
               "collComm is unusable; check rank %d's log, the network between the two, and that "
               "STRAND_COLLNET_CHUNK_KB is the same on every rank (a peer that cuts larger blocks "
@@ -609,103 +598,43 @@ static strand_result_t cs_fail(cs_comm_t *c, cs_slot_t *sl, int peer, const char
   return rc;
 }
 
-/* Posts what the slot's exchange may post now; *changed when something was posted. Its sends post
- * on their lane's send turn and its receives on the receive turn (the two sides of one exchange
- * are independent: a lane's sends pair with the peer's receives in the same order either way). A
- * peer's payload is posted after its header on the same comm (the net keeps that order). */
+/* Posts what the slot's exchange may post now, on its lane's turn; *changed when something was
+ * posted. The lane's turn moves on once every send and receive of the exchange was accepted, so a
+ * lane's sends stay in one order on every rank and so do its receives (the peer's matching sends).
+ * A peer's payload is posted after its header on the same comm (the net keeps that order). */
 static strand_result_t cs_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  if (sl->all_posted) return STRAND_SUCCESS;
-  uint64_t seq = sl->seq[sl->phase];
-  bool do_s = !sl->sends_posted && c->sturn[sl->lane] == seq;
-  bool do_r = !sl->recvs_posted && c->rturn[sl->lane] == seq;
-  if (!do_s && !do_r) return STRAND_SUCCESS;
+  if (sl->all_posted || c->turn[sl->lane] != sl->seq[sl->phase]) return STRAND_SUCCESS;
   const strand_net_t *n = c->net;
-  bool alls = true, allr = true;
-  if (!sl->t_post && do_s) sl->t_post = strand_now_s();
+  bool all = true, any = false;
+  if (!sl->t_post) sl->t_post = strand_now_s();
   for (int j = 0; j < c->nranks; j++) {
     if (j == c->rank) continue;
     int i = j * c->nlanes + sl->lane;
     for (int q = CS_MSGS * j; q < CS_MSGS * (j + 1); q++) {
       bool first = q == CS_MSGS * j;
-      if (do_s && !sl->sposted[q] && (first || sl->sposted[q - 1])) {
+      if (!sl->sposted[q] && (first || sl->sposted[q - 1])) {
         strand_result_t rc = n->isend(c->send[i], sl->sbuf[q], sl->slen[q], 0, sl->smh[q], NULL, &sl->sreq[q]);
         if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "isend to", rc);
         sl->sposted[q] = sl->sreq[q] != NULL; /* NULL: the comm is full, retried next time */
-        *changed |= sl->sposted[q];
+        any |= sl->sposted[q];
       }
-      if (do_r && !sl->rposted[q] && (first || sl->rposted[q - 1])) {
+      if (!sl->rposted[q] && (first || sl->rposted[q - 1])) {
         void *buf = sl->rbuf[q];
         size_t sz = sl->rlen[q];
         int tag = 0;
         strand_result_t rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &sl->rmh[q], NULL, &sl->rreq[q]);
         if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
         sl->rposted[q] = sl->rreq[q] != NULL;
-        *changed |= sl->rposted[q];
+        any |= sl->rposted[q];
       }
-      alls &= sl->sposted[q];
-      allr &= sl->rposted[q];
+      all &= sl->sposted[q] && sl->rposted[q];
     }
   }
-  if (do_s && alls) {
-    sl->sends_posted = true;
-    c->sturn[sl->lane]++;
-    *changed = true;
-  }
-  if (do_r && allr) {
-    sl->recvs_posted = true;
-    c->rturn[sl->lane]++;
-    *changed = true;
-  }
-  sl->all_posted = sl->sends_posted && sl->recvs_posted;
-  return STRAND_SUCCESS;
-}
-
-/* Early all-gather receives (STRAND_COLLNET_EARLY_AG). Once an all-reduce chunk's reduce-scatter
- * completed, its all-gather's receives can go out before the reduction: every peer's block lands
- * in the user's receive buffer, outside this rank's block (which the reduction writes) and away
- * from the arena's receive area (which the reduction reads); the reduce-scatter's sends out of the
- * send buffer (the same memory when in place) have completed. So the peer's all-gather send finds
- * its receive posted (on strand-socket: its clear-to-send already there) instead of waiting for
- * this rank's reduction and a round trip. Only where nothing of it would land in the arena, and
- * only without an all-gather header (whose receive area the reduce-scatter's check still reads).
- * The receives post on the all-gather lane's receive turn, in the lane's order as before. If this
- * rank's check of the reduce-scatter then fails, the collective fails and its receive buffer is
- * undefined, as after any failed collective (a peer that agreed may have sent its block). */
-static void cs_ag_early_prepare(cs_comm_t *c, cs_slot_t *sl) {
-  const cs_req_t *r = sl->req;
-  if (!c->early_ag || r->kind != CS_ALLREDUCE || sl->phase != CS_PH_RS || cs_sends_header(r, CS_PH_AG)) return;
-  int lane = cs_lane_of(sl, CS_PH_AG);
-  for (int j = 0; j < c->nranks; j++) {
-    sl->ag_rposted[j] = j == c->rank;
-    sl->ag_rreq[j] = NULL;
-    if (j == c->rank) continue;
-    sl->ag_rbuf[j] = cs_ag_landing(c, sl, j);
-    if (!sl->ag_rbuf[j]) return; /* lands in the arena: posted after the reduction */
-    sl->ag_rmh[j] = r->rmr->net_mh[(size_t)c->nranks * (size_t)c->nlanes + (size_t)(j * c->nlanes + lane)];
-  }
-  sl->ag_pre = 1;
-}
-
-static strand_result_t cs_ag_early_post(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
-  int lane = cs_lane_of(sl, CS_PH_AG);
-  if (sl->ag_pre != 1 || c->rturn[lane] != sl->seq[CS_PH_AG]) return STRAND_SUCCESS;
-  bool all = true;
-  for (int j = 0; j < c->nranks; j++) {
-    if (!sl->ag_rposted[j]) {
-      void *buf = sl->ag_rbuf[j];
-      size_t sz = c->block;
-      int tag = 0;
-      strand_result_t rc = c->net->irecv(c->recv[j * c->nlanes + lane], 1, &buf, &sz, &tag, &sl->ag_rmh[j],
-                                         NULL, &sl->ag_rreq[j]);
-      if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "irecv from", rc);
-      sl->ag_rposted[j] = sl->ag_rreq[j] != NULL;
-      *changed |= sl->ag_rposted[j];
-    }
-    all &= sl->ag_rposted[j];
-  }
+  *changed |= any;
+  if (any && !sl->tm.first[sl->phase]) sl->tm.first[sl->phase] = strand_now_s();
   if (all) {
-    sl->ag_pre = 2;
-    c->rturn[lane]++;
+    sl->all_posted = true;
+    c->turn[sl->lane]++;
     *changed = true;
   }
   return STRAND_SUCCESS;
@@ -911,18 +840,23 @@ void cs_coll_run_part(cs_comm_t *c, cs_slot_t *sl, int part) {
   double t0 = strand_now_s();
   sl->part_rc[part] = len ? cs_reduce_range(c, sl, cs_rs_mine(c, sl), r->dst + sl->boff[c->rank], off, len)
                           : STRAND_SUCCESS;
-  sl->part_reduce_s[part] = strand_now_s() - t0;
+  double t1 = strand_now_s();
+  sl->part_reduce_s[part] = t1 - t0;
+  sl->part_t0[part] = t0;
+  sl->part_t1[part] = t1;
 }
 
 void cs_coll_run_job(cs_comm_t *c, cs_slot_t *sl) {
+  sl->job_t0 = strand_now_s();
   if (sl->job == CS_JOB_STAGE_IN) {
-    double t0 = strand_now_s();
     cs_stage_in(c, sl);
-    sl->job_copy_s = strand_now_s() - t0;
+    sl->job_t1 = strand_now_s();
+    sl->job_copy_s = sl->job_t1 - sl->job_t0;
     sl->job_rc = STRAND_SUCCESS;
     return;
   }
   sl->job_rc = cs_exchange_cpu(c, sl);
+  sl->job_t1 = strand_now_s();
 }
 
 /* A rank that has just failed the comm (the ranks disagree) drives the net requests it still has
@@ -938,12 +872,6 @@ static void cs_drain(cs_comm_t *c) {
     left = false;
     for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
-      for (int j = 0; sl->ag_pre && j < c->nranks; j++) { /* the caller's thread's own */
-        int done = 0;
-        if (sl->ag_rreq[j] && (n->test(sl->ag_rreq[j], &done, NULL) != STRAND_SUCCESS || done))
-          sl->ag_rreq[j] = NULL;
-        left |= sl->ag_rreq[j] != NULL;
-      }
       if (atomic_load_explicit(&sl->cpu, memory_order_acquire) == CS_CPU_BUSY) continue;
       for (int q = 0; q < CS_MSGS * c->nranks; q++) {
         void **reqs[2] = {&sl->sreq[q], &sl->rreq[q]};
@@ -965,9 +893,13 @@ static void cs_drain(cs_comm_t *c) {
 static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   atomic_store_explicit(&sl->cpu, CS_CPU_IDLE, memory_order_relaxed);
   if (sl->nparts > 1) { /* a split reduction: the parts' results and times */
+    sl->job_t0 = sl->part_t0[0];
+    sl->job_t1 = sl->part_t1[0];
     for (int p = 0; p < sl->nparts; p++) {
       sl->job_reduce_s += sl->part_reduce_s[p];
       if (sl->job_rc == STRAND_SUCCESS) sl->job_rc = sl->part_rc[p];
+      if (sl->part_t0[p] < sl->job_t0) sl->job_t0 = sl->part_t0[p];
+      if (sl->part_t1[p] > sl->job_t1) sl->job_t1 = sl->part_t1[p];
     }
     sl->nparts = 1;
     c->stats.splits++;
@@ -985,9 +917,12 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
     return STRAND_SUCCESS;
   }
   if (sl->phase == CS_PH_RS && r->kind == CS_ALLREDUCE) {
+    sl->tm.red0 = sl->job_t0;
+    sl->tm.red1 = sl->job_t1;
     cs_slot_exchange(c, sl, CS_PH_AG);
     return STRAND_SUCCESS;
   }
+  if (r->kind == CS_ALLREDUCE) r->tm_last = sl->tm; /* the last chunk to get here is the call's */
   r->chunks_done++;
   c->stats.chunks++;
   c->stats.chunks_direct += r->kind == CS_ALLREDUCE && r->smr && r->rmr;
@@ -1037,16 +972,44 @@ static strand_result_t cs_start_job(cs_comm_t *c, cs_slot_t *sl, int job) {
  * completion alone does not buy another pass over every slot (measured through NCCL on 2 H200s,
  * docs/benchmarks/collnet.md: with it, test() calls took ~30 us instead of ~5 us, NCCL's proxy
  * thread called test() 5.5x less often, and exchanges looked twice as long). */
+static strand_result_t cs_poll_msgs(cs_comm_t *c, cs_slot_t *sl, bool *all_done);
+
 static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) {
+  bool all;
+  strand_result_t rc = cs_poll_msgs(c, sl, &all);
+  if (rc != STRAND_SUCCESS || !all) return rc;
+  *changed = true;
+  cs_chunk_times_t *tm = &sl->tm;
+  int ph = sl->phase;
+  double now = strand_now_s();
+  /* one rank alone posts nothing: its exchange starts and ends here */
+  if (!tm->first[ph]) tm->first[ph] = now;
+  if (!tm->rin[ph]) tm->rin[ph] = now;
+  if (!tm->sout[ph]) tm->sout[ph] = tm->first[ph];
+  tm->done[ph] = now;
+  c->stats.t_exchange += now - sl->t_post;
+  c->stats.exchanges++;
+  return cs_start_job(c, sl, CS_JOB_EXCHANGE);
+}
+
+/* One pass of tests over the slot's posted requests; *all_done when every message of the exchange
+ * was posted and has completed. */
+static strand_result_t cs_poll_msgs(cs_comm_t *c, cs_slot_t *sl, bool *all_done) {
   const strand_net_t *n = c->net;
   bool all = sl->all_posted;
+  cs_chunk_times_t *tm = &sl->tm;
+  int ph = sl->phase;
+  double now = 0; /* read once, when the first completion of this pass is seen */
   for (int q = 0; q < CS_MSGS * c->nranks; q++) {
     int done, size, j = q / CS_MSGS;
     if (sl->sreq[q]) {
       done = 0;
       strand_result_t rc = n->test(sl->sreq[q], &done, &size);
       if (rc != STRAND_SUCCESS) return cs_fail(c, sl, j, "send to", rc);
-      if (done) sl->sreq[q] = NULL;
+      if (done) {
+        sl->sreq[q] = NULL;
+        tm->sout[ph] = now = now ? now : strand_now_s();
+      }
     }
     if (sl->rreq[q]) {
       done = 0;
@@ -1056,18 +1019,48 @@ static strand_result_t cs_poll_slot(cs_comm_t *c, cs_slot_t *sl, bool *changed) 
       if (done) {
         sl->rreq[q] = NULL;
         sl->rlen[q] = size < 0 ? 0 : (size_t)size;
+        if (q % CS_MSGS == CS_MSG_DATA && !tm->rin[ph]) tm->rin[ph] = now = now ? now : strand_now_s();
       }
     }
     all &= !sl->sreq[q] && !sl->rreq[q];
   }
-  if (!all) return STRAND_SUCCESS;
-  *changed = true;
-  c->stats.t_exchange += strand_now_s() - sl->t_post;
-  c->stats.exchanges++;
-  cs_ag_early_prepare(c, sl);
-  strand_result_t rc = cs_ag_early_post(c, sl, changed);
-  if (rc != STRAND_SUCCESS) return rc;
-  return cs_start_job(c, sl, CS_JOB_EXCHANGE);
+  *all_done = all;
+  return STRAND_SUCCESS;
+}
+
+strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out) {
+  cs_slot_t *sl = &c->slots[0];
+  *timed_out = false;
+  sl->req = NULL;
+  sl->phase = CS_PH_RS;
+  sl->lane = 0;
+  sl->seq[CS_PH_RS] = c->next_seq[0]++; /* lane 0's first turn: the collectives' start at the next */
+  sl->all_posted = false;
+  sl->t_post = 0;
+  memset(&sl->tm, 0, sizeof sl->tm);
+  for (int j = 0; j < c->nranks; j++) {
+    int qh = CS_MSGS * j + CS_MSG_HDR, qd = CS_MSGS * j + CS_MSG_DATA, i = j * c->nlanes;
+    sl->sreq[qh] = sl->rreq[qh] = sl->sreq[qd] = sl->rreq[qd] = NULL;
+    sl->sposted[qh] = sl->rposted[qh] = j == c->rank;
+    sl->sposted[qd] = sl->rposted[qd] = true; /* no payload */
+    if (j == c->rank) continue;
+    sl->sbuf[qh] = cs_msg(c, sl->send, j);
+    sl->slen[qh] = len;
+    sl->smh[qh] = c->send_mh[i];
+    sl->rbuf[qh] = cs_msg(c, sl->recv, j);
+    sl->rlen[qh] = CS_HDR_BYTES;
+    sl->rmh[qh] = c->recv_mh[i];
+  }
+  for (;;) {
+    bool changed = false, all = false;
+    strand_result_t rc = cs_post(c, sl, &changed);
+    if (rc == STRAND_SUCCESS) rc = cs_poll_msgs(c, sl, &all);
+    if (rc != STRAND_SUCCESS || all) return rc;
+    if (strand_now_s() > until) {
+      *timed_out = true;
+      return STRAND_REMOTE_ERROR;
+    }
+  }
 }
 
 static bool cs_slot_idle(cs_slot_t *sl) {
@@ -1086,10 +1079,6 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
     for (int s = 0; s < c->nslots; s++) {
       cs_slot_t *sl = &c->slots[s];
       if (!sl->req) continue;
-      if (sl->ag_pre == 1) { /* the caller's thread's own, also while a helper reduces */
-        strand_result_t rc = cs_ag_early_post(c, sl, &changed);
-        if (rc != STRAND_SUCCESS) return rc;
-      }
       int cpu = atomic_load_explicit(&sl->cpu, memory_order_acquire);
       if (cpu == CS_CPU_BUSY) continue; /* a helper owns it */
       strand_result_t rc = STRAND_SUCCESS;
@@ -1111,6 +1100,32 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
   return STRAND_SUCCESS;
 }
 
+/* Adds a finished all-reduce's gaps (cs.h, CS_GAP_*): its last chunk's chain from issue to `now`. */
+static void cs_add_gaps(cs_stats_t *st, const cs_req_t *r, double now) {
+  const cs_chunk_times_t *t = &r->tm_last;
+  enum { RS = CS_PH_RS, AG = CS_PH_AG };
+  double *g = st->gap;
+  g[CS_GAP_ISSUE_RS] += t->first[RS] - r->t_issued;
+  g[CS_GAP_RS] += t->done[RS] - t->first[RS];
+  g[CS_GAP_TO_RED] += t->red0 - t->done[RS];
+  g[CS_GAP_RED] += t->red1 - t->red0;
+  g[CS_GAP_TO_AG] += t->first[AG] - t->red1;
+  g[CS_GAP_AG] += t->done[AG] - t->first[AG];
+  g[CS_GAP_TO_DONE] += now - t->done[AG];
+  g[CS_GAP_RS_IN] += t->rin[RS] - t->first[RS];
+  g[CS_GAP_RS_OUT] += t->sout[RS] - t->first[RS];
+  g[CS_GAP_AG_IN] += t->rin[AG] - t->first[AG];
+  g[CS_GAP_AG_OUT] += t->sout[AG] - t->first[AG];
+  st->gap_calls++;
+}
+
+/* End of a test() that started at t0: its time, and where the next one's interval starts from. */
+static void cs_test_end(cs_comm_t *c, double t0) {
+  double t1 = strand_now_s();
+  c->stats.t_test_in += t1 - t0;
+  c->t_last_test = c->inflight ? t0 : 0;
+}
+
 strand_result_t cs_test(void *request, int *done, int *size) {
   if (!done) return STRAND_INVALID_ARGUMENT;
   *done = 0;
@@ -1121,15 +1136,27 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   }
   cs_comm_t *c = r->comm;
   if (c->failed != STRAND_SUCCESS) return c->failed;
+  double t0 = strand_now_s();
+  if (c->t_last_test > 0) {
+    double gap = t0 - c->t_last_test;
+    c->stats.test_gaps++;
+    c->stats.t_test_gap += gap;
+    if (gap > c->stats.t_test_gap_max) c->stats.t_test_gap_max = gap;
+  }
   bool moved = false;
   strand_result_t rc = cs_progress(c, &moved);
   c->stats.tests++;
   c->stats.tests_idle += !moved;
   if (rc != STRAND_SUCCESS) return rc;
-  if (r->chunks_done < r->nchunks) return STRAND_SUCCESS;
+  if (r->chunks_done < r->nchunks) {
+    cs_test_end(c, t0);
+    return STRAND_SUCCESS;
+  }
   *done = 1;
+  double now = strand_now_s();
   c->stats.colls++;
-  c->stats.t_coll += strand_now_s() - r->t_issued;
+  c->stats.t_coll += now - r->t_issued;
+  if (r->kind == CS_ALLREDUCE) cs_add_gaps(&c->stats, r, now);
   if (size) *size = (int)r->result_bytes;
   cs_req_t **pp = &c->head, *prev = NULL;
   while (*pp != r) {
@@ -1139,8 +1166,9 @@ strand_result_t cs_test(void *request, int *done, int *size) {
   *pp = r->next;
   if (c->tail == r) c->tail = prev;
   c->inflight--;
-  if (!c->inflight) c->stats.t_busy += strand_now_s() - c->stats.t_busy_since;
+  if (!c->inflight) c->stats.t_busy += now - c->stats.t_busy_since;
   cs_req_free(r);
+  cs_test_end(c, t0);
   return STRAND_SUCCESS;
 }
 
@@ -1156,8 +1184,7 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
               "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
               "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging); %llu reductions split over helpers; %llu all-gathers with every receive "
-              "posted before the reduction ended; %d streams",
+              "memory (no staging); %llu reductions split over helpers; %d streams",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
@@ -1165,6 +1192,23 @@ void cs_coll_report_stats(const cs_comm_t *c) {
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
               st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
               (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
-              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits,
-              (unsigned long long)st->ag_early, c->nstreams);
+              (unsigned long long)st->chunks_direct, (unsigned long long)st->splits, c->nstreams);
+  /* A second line: one message holds at most STRAND_LOG_MAX_MESSAGE bytes. Means in microseconds;
+   * the chain (issue .. done) adds up to the mean all-reduce call time printed at its end. */
+  double k = st->gap_calls ? 1e6 / (double)st->gap_calls : 0;
+  const double *g = st->gap;
+  double call = 0;
+  for (int i = CS_GAP_ISSUE_RS; i <= CS_GAP_TO_DONE; i++) call += g[i] * k;
+  STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
+              "collnet_stub: rank %d/%d closing: call gaps: %llu all-reduce calls, mean us through each "
+              "call's last chunk: issue->RS posted %.1f, RS %.1f (first payload in %.1f, last send "
+              "done %.1f), ->reduce start %.1f, reduce %.1f, ->AG posted %.1f, AG %.1f (first "
+              "payload in %.1f, last send done %.1f), ->done %.1f; sum %.1f; test() every %.1f us "
+              "(max %.1f) while calls in flight, %.1f us inside each",
+              c->rank, c->nranks, (unsigned long long)st->gap_calls, g[CS_GAP_ISSUE_RS] * k,
+              g[CS_GAP_RS] * k, g[CS_GAP_RS_IN] * k, g[CS_GAP_RS_OUT] * k, g[CS_GAP_TO_RED] * k,
+              g[CS_GAP_RED] * k, g[CS_GAP_TO_AG] * k, g[CS_GAP_AG] * k, g[CS_GAP_AG_IN] * k,
+              g[CS_GAP_AG_OUT] * k, g[CS_GAP_TO_DONE] * k, call,
+              st->test_gaps ? st->t_test_gap / (double)st->test_gaps * 1e6 : 0.0, st->t_test_gap_max * 1e6,
+              st->tests ? st->t_test_in / (double)st->tests * 1e6 : 0.0);
 }

@@ -101,62 +101,23 @@ typedef struct {
   uint32_t streams;
 } cs_hello_t;
 
-/* One message each way on lane 0 of every peer, before any collective (both sides post it first,
- * so lane 0's order stays paired), through the first slot's header areas of the registered arena.
- * Bounded by CS_CONNECT_TIMEOUT_S. */
+/* One message each way on lane 0 of every peer, before any collective (lane 0's first turn, so
+ * its order stays paired), through the first slot's header areas of the registered arena, by the
+ * collectives' own posting and polling (cs_coll_hello). Bounded by CS_CONNECT_TIMEOUT_S. */
 static strand_result_t cs_hello(cs_comm_t *c) {
-  const strand_net_t *n = c->net;
   int nr = c->nranks;
-  char *sbase = c->arena, *rbase = c->arena + (size_t)nr * c->stride;
-  void **sreq = calloc((size_t)nr, sizeof(void *)), **rreq = calloc((size_t)nr, sizeof(void *));
-  bool *sdone = calloc((size_t)nr, sizeof(bool)), *rdone = calloc((size_t)nr, sizeof(bool));
-  strand_result_t rc = sreq && rreq && sdone && rdone ? STRAND_SUCCESS : STRAND_SYSTEM_ERROR;
+  cs_slot_t *sl = &c->slots[0];
   cs_hello_t me = {.magic = CS_HELLO_MAGIC, .rank = (uint32_t)c->rank, .streams = (uint32_t)c->nstreams};
-  for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
-    memcpy(sbase + (size_t)j * c->stride, &me, sizeof me);
-    sdone[j] = rdone[j] = j == c->rank;
-  }
-  double until = strand_now_s() + CS_CONNECT_TIMEOUT_S;
-  bool alloc_ok = rc == STRAND_SUCCESS, timed_out = false;
-  for (bool left = alloc_ok; left && rc == STRAND_SUCCESS;) {
-    left = false;
-    for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
-      int i = j * c->nlanes, done, size;
-      if (!sdone[j]) {
-        if (!sreq[j]) rc = n->isend(c->send[i], sbase + (size_t)j * c->stride, sizeof me, 0, c->send_mh[i], NULL, &sreq[j]);
-        done = 0;
-        if (rc == STRAND_SUCCESS && sreq[j]) rc = n->test(sreq[j], &done, NULL);
-        if (done) sreq[j] = NULL;
-        sdone[j] = done;
-      }
-      if (!rdone[j] && rc == STRAND_SUCCESS) {
-        if (!rreq[j]) {
-          void *buf = rbase + (size_t)j * c->stride;
-          size_t sz = CS_HDR_BYTES;
-          int tag = 0;
-          rc = n->irecv(c->recv[i], 1, &buf, &sz, &tag, &c->recv_mh[i], NULL, &rreq[j]);
-        }
-        done = 0;
-        if (rc == STRAND_SUCCESS && rreq[j]) rc = n->test(rreq[j], &done, &size);
-        if (done) rreq[j] = NULL;
-        rdone[j] = done;
-      }
-      left |= !sdone[j] || !rdone[j];
-    }
-    if (rc == STRAND_SUCCESS && left && strand_now_s() > until) {
-      STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers did not "
-                  "complete within %.0f s", c->rank, nr, CS_CONNECT_TIMEOUT_S);
-      rc = STRAND_REMOTE_ERROR;
-      timed_out = true;
-    }
-  }
-  if (rc != STRAND_SUCCESS && alloc_ok && !timed_out)
-    STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers failed (%d)",
-                c->rank, nr, (int)rc);
+  for (int j = 0; j < nr; j++) memcpy(sl->send + (size_t)j * c->stride, &me, sizeof me);
+  bool timed_out;
+  strand_result_t rc = cs_coll_hello(c, sizeof me, strand_now_s() + CS_CONNECT_TIMEOUT_S, &timed_out);
+  if (timed_out)
+    STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers did not "
+                "complete within %.0f s", c->rank, nr, CS_CONNECT_TIMEOUT_S);
   for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
     if (j == c->rank) continue;
     cs_hello_t peer;
-    memcpy(&peer, rbase + (size_t)j * c->stride, sizeof peer);
+    memcpy(&peer, sl->recv + (size_t)j * c->stride, sizeof peer);
     if (peer.magic != CS_HELLO_MAGIC || peer.rank != (uint32_t)j) {
       STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d's first message is not the stub's "
                   "stream-count check (a peer of another build?)", c->rank, nr, j);
@@ -169,10 +130,6 @@ static strand_result_t cs_hello(cs_comm_t *c) {
     }
   }
   for (int j = 0; j < 2 * nr; j++) memset(c->arena + (size_t)j * c->stride, 0, CS_HDR_BYTES);
-  free(sreq);
-  free(rreq);
-  free(sdone);
-  free(rdone);
   return rc;
 }
 
@@ -216,9 +173,6 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
   c->nstreams = (int)streams;
   c->nlanes = CS_LANES * c->nstreams;
-  bool early = false; /* measured on 2 and 4 H200s: lower medians than after the reduction */
-  if (strand_param_get_bool("STRAND_COLLNET_EARLY_AG", &early) != STRAND_SUCCESS) early = false;
-  c->early_ag = early;
   c->stride = CS_HDR_BYTES + c->block;
   c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
@@ -249,10 +203,9 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
               "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
-              "per peer and direction (STRAND_COLLNET_STREAMS), all-gather receives posted %s "
-              "(STRAND_COLLNET_EARLY_AG)",
+              "per peer and direction (STRAND_COLLNET_STREAMS)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              CS_LANES, c->early_ag ? "before the reduction" : "after the reduction");
+              CS_LANES);
   *collComm = c;
   return STRAND_SUCCESS;
 }

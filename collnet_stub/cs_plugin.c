@@ -39,9 +39,6 @@ static const strand_param_def_t cs_params[] = {
                      "sets of net comms per peer pair; chunks take them in turn, so several chunks' "
                      "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3, 1 from 4; must "
                      "be the same on every rank)"),
-    STRAND_PARAM_BOOL("STRAND_COLLNET_EARLY_AG", NULL, false,
-                      "1: post an all-reduce's all-gather receives as soon as its reduce-scatter "
-                      "completed, before the reduction; 0 = after it (measured not to pay)"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()
@@ -124,6 +121,10 @@ static strand_result_t cs_devices(int *ndev) {
   if (strand_params_register(cs_params, STRAND_PARAM_COUNT(cs_params)) != STRAND_SUCCESS ||
       strand_param_get_enum("STRAND_COLLNET_STUB", NULL, &mode) != STRAND_SUCCESS)
     return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
+  /* A misspelt or retired STRAND_COLLNET_* variable (STRAND_COLLNET_EARLY_AG, removed) would
+   * otherwise be ignored without a word; once per process, as NCCL asks for devices per init. */
+  static atomic_flag unknown_checked = ATOMIC_FLAG_INIT;
+  if (!atomic_flag_test_and_set(&unknown_checked)) strand_params_check_unknown("STRAND_COLLNET_");
   if (!strcmp(mode, "off")) {
     STRAND_INFO(STRAND_SUBSYS_INIT, "collnet_stub: STRAND_COLLNET_STUB=off: no CollNet devices");
     return STRAND_SUCCESS;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "strand/collnet_stub.h"
 #include "strand/log.h"
@@ -22,6 +23,12 @@
 #include "strand/reduce.h"
 
 static int g_fail;
+/* The test's own clock (the stub's timings are checked against it). */
+static double test_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
@@ -372,23 +379,27 @@ static void wait_req(void *req, const char *what, int rank) {
   }
 }
 
-static void allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, char *exp, int rank,
-                      strand_datatype_t t, strand_redop_t op, size_t n, int salt, bool in_place) {
+/* Returns the seconds from the first iallreduce try to test() reporting done (0 on failure). */
+static double allreduce(void *cc, void *smh, void *rmh, char *send, char *recv, char *exp, int rank,
+                        strand_datatype_t t, strand_redop_t op, size_t n, int salt, bool in_place) {
   size_t es = strand_datatype_size(t);
   gen(t, rank, send, n, salt);
   char *dst = in_place ? send : recv;
   if (!in_place) memset(recv, 0xCD, n * es + 1);
   void *req = NULL;
   strand_result_t rc;
+  double t0 = test_now_s();
   do rc = T->iallreduce(cc, send, dst, n, t, op, smh, rmh, &req);
   while (rc == STRAND_SUCCESS && !req);
   CHECK(rc == STRAND_SUCCESS, "rank %d: iallreduce returned %d", rank, (int)rc);
-  if (rc != STRAND_SUCCESS) return;
+  if (rc != STRAND_SUCCESS) return 0;
   wait_req(req, "iallreduce", rank);
+  double took = test_now_s() - t0;
   expect(t, op, exp, n, 0, salt);
   CHECK(memcmp(exp, dst, n * es) == 0, "rank %d/%d: iallreduce(%s, %s, %zu%s) differs", rank, g_nranks,
         strand_datatype_name(t), strand_redop_name(op), n, in_place ? ", in place" : "");
   if (!in_place) CHECK((unsigned char)recv[n * es] == 0xCD, "rank %d: iallreduce wrote past the end", rank);
+  return took;
 }
 
 /* NCCL 2.28's CollNetChain proxy, as the stub sees it (transport/coll_net.cc sendProxyProgress /
@@ -804,6 +815,131 @@ static void *streams_main(void *arg) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ where a call's time goes */
+
+static void run_ranks(int nranks, void *(*fn)(void *));
+
+/* Rank 0's two closing INFO lines (the stub's stats at closeColl). */
+static char g_closing[4096];
+static void closing_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
+                           const char *fmt, ...) {
+  (void)flags, (void)file, (void)line;
+  if (level != STRAND_LOG_INFO) return;
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!strstr(msg, "rank 0/2 closing")) return;
+  pthread_mutex_lock(&g_log_lock);
+  size_t used = strlen(g_closing);
+  snprintf(g_closing + used, sizeof g_closing - used, "%s\n", msg);
+  pthread_mutex_unlock(&g_log_lock);
+}
+
+#define GAP_CALLS 14
+static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them (summed) */
+/* Only all-reduces on registered buffers, so the first closing line's mean call time (every
+ * collective) is the all-reduce calls' and can be checked against the gaps line: 8 one-chunk calls
+ * one at a time, 3 in flight at once, 3 of three chunks each. */
+static void *gaps_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
+  CHECK(T->init(&ctx, 80, closing_logger) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  hp[0] = g_handles[0];
+  hp[1] = g_handles[1];
+  CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
+  T->closeListen(lc);
+  if (!cc) return NULL;
+  size_t one = 460000, big = 3 * 524288 - 1000; /* floats: one 2 MiB chunk; three */
+  size_t bytes = 3 * big * 4;
+  char *send = malloc(bytes), *recv = malloc(bytes), *exp = malloc(bytes);
+  void *smh = NULL, *rmh = NULL;
+  CHECK(T->regMr(cc, send, bytes, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, bytes, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  int salt = 1;
+  double wall = 0, t0[3];
+  for (int i = 0; i < 8; i++)
+    wall += allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, one, salt++, false);
+  void *reqs[3];
+  for (int k = 0; k < 3; k++) {
+    reqs[k] = NULL;
+    t0[k] = test_now_s();
+    strand_result_t rc;
+    do rc = T->iallreduce(cc, send + (size_t)k * one * 4, recv + (size_t)k * one * 4, one, STRAND_FLOAT32,
+                          STRAND_SUM, smh, rmh, &reqs[k]);
+    while (rc == STRAND_SUCCESS && !reqs[k]);
+    CHECK(rc == STRAND_SUCCESS, "iallreduce in flight #%d", k);
+  }
+  for (int k = 0; k < 3; k++) {
+    wait_req(reqs[k], "iallreduce (one of 3 in flight)", rank);
+    wall += test_now_s() - t0[k];
+  }
+  for (int i = 0; i < 3; i++)
+    wall += allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, false);
+  if (rank == 0) g_wall_s = wall;
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  pthread_barrier_wait(&g_bar);
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl");
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  free(exp);
+  return NULL;
+}
+
+/* The gaps line is filled, every gap is >= 0, the exchanges' splits lie inside their exchanges,
+ * and the chain adds up to the mean call time of the first line, measured on its own clock reads
+ * (loose: 5 % + 2 us, for the 0.1 us rounding of the printed numbers). */
+static void check_gaps(const char *what) {
+  g_closing[0] = 0;
+  strand_logger_t before = strand_log_get_logger();
+  strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
+  strand_log_init(closing_logger); /* the mock net's init keeps none: the stub's lines come here */
+  run_ranks(2, gaps_main);
+  strand_log_init(before);
+  strand_log_reload_env();
+  const char *l1 = strstr(g_closing, "collectives in flight on average, ");
+  const char *l2 = strstr(g_closing, "call gaps: ");
+  double call = -1, g[11], sum = -1, every = -1, most = -1, inside = -1;
+  unsigned long long calls = 0;
+  int got = l2 ? sscanf(l2, "call gaps: %llu all-reduce calls, mean us through each call's last chunk: "
+                        "issue->RS posted %lf, RS %lf (first payload in %lf, last send done %lf), "
+                        "->reduce start %lf, reduce %lf, ->AG posted %lf, AG %lf (first payload in %lf, "
+                        "last send done %lf), ->done %lf; sum %lf; test() every %lf us (max %lf) while "
+                        "calls in flight, %lf us inside each", &calls, &g[0], &g[1], &g[2], &g[3], &g[4],
+                        &g[5], &g[6], &g[7], &g[8], &g[9], &g[10], &sum, &every, &most, &inside)
+                 : 0;
+  if (l1) sscanf(l1, "collectives in flight on average, %lf us each", &call);
+  CHECK(got == 16 && call > 0, "%s: closing lines not found or not parsed (%d fields, call %.1f us):\n%s",
+        what, got, call, g_closing);
+  if (got != 16 || call <= 0) return;
+  printf("%s, mean call %.1f us (%.1f us seen by the test): %s", what, call, g_wall_s / GAP_CALLS * 1e6, l2);
+  CHECK(calls == GAP_CALLS, "%s: %llu all-reduce calls in the gaps line, want %d", what, calls, GAP_CALLS);
+  double chain = 0;
+  /* the chain: issue->RS, RS, ->reduce, reduce, ->AG, AG, ->done (indexes 0 1 4 5 6 7 10) */
+  const int link[] = {0, 1, 4, 5, 6, 7, 10};
+  for (int i = 0; i < 11; i++) CHECK(g[i] >= 0, "%s: gap %d is %.1f us (< 0):\n%s", what, i, g[i], g_closing);
+  for (int i = 0; i < 7; i++) chain += g[link[i]];
+  CHECK(chain > 0.95 * call - 2 && chain < 1.05 * call + 2, "%s: the gaps add up to %.1f us, the mean "
+        "call took %.1f us:\n%s", what, chain, call, g_closing);
+  /* and against this test's own clock around each call: inside it, and most of it (the test's
+   * loop adds a few microseconds per call) */
+  double wall = g_wall_s / GAP_CALLS * 1e6;
+  CHECK(chain <= wall + 1 && chain > 0.5 * wall, "%s: the gaps add up to %.1f us, the test saw %.1f us "
+        "per call from issue to done:\n%s", what, chain, wall, g_closing);
+  CHECK(g[1] > 0 && g[7] > 0 && g[5] > 0, "%s: an exchange or the reduction took no time:\n%s", what, g_closing);
+  CHECK(g[2] <= g[1] + 0.2 && g[3] <= g[1] + 0.2 && g[8] <= g[7] + 0.2 && g[9] <= g[7] + 0.2,
+        "%s: an exchange's first payload / last send lies outside it:\n%s", what, g_closing);
+  CHECK(every > 0 && most >= every && inside > 0, "%s: test() interval %.1f us (max %.1f), inside %.1f:\n%s",
+        what, every, most, inside, g_closing);
+}
+
 static void run_ranks(int nranks, void *(*fn)(void *)) {
   g_nranks = nranks;
   pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
@@ -822,7 +958,17 @@ int main(void) {
   /* The mock supports GPU memory: STRAND_COLLNET_STUB=auto offers no device until CollNet is on. */
   int nd = -1;
   unsetenv("NCCL_COLLNET_ENABLE");
+  /* A STRAND_COLLNET_* variable the stub does not know (a typo, or one removed, as
+   * STRAND_COLLNET_EARLY_AG) gets a WARN at the first devices() call, not silence. */
+  strand_logger_t before = strand_log_get_logger();
+  strand_log_init(capture_logger);
+  setenv("STRAND_COLLNET_EARLY_AG", "1", 1);
   CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 0, "auto on a GDR-capable net: 0 devices, got %d", nd);
+  CHECK(strstr(g_warns, "STRAND_COLLNET_EARLY_AG is set but is not a known parameter"),
+        "no WARN names the unknown STRAND_COLLNET_EARLY_AG; WARNs:\n%s", g_warns);
+  unsetenv("STRAND_COLLNET_EARLY_AG");
+  g_warns[0] = 0;
+  strand_log_init(before);
   setenv("NCCL_COLLNET_ENABLE", "1", 1);
   CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");
   strand_props_t p;
@@ -857,13 +1003,6 @@ int main(void) {
   unsetenv("STRAND_COLLNET_THREADS");
   strand_params_reread_for_test();
   printf("%s: 3 ranks, 4 helper threads (split reductions)\n", g_fail ? "FAIL" : "ok");
-  /* the all-gather receives posted before the reduction (off by default), at 3 ranks (2 streams) */
-  setenv("STRAND_COLLNET_EARLY_AG", "1", 1);
-  strand_params_reread_for_test();
-  run_ranks(3, rank_main);
-  unsetenv("STRAND_COLLNET_EARLY_AG");
-  strand_params_reread_for_test();
-  printf("%s: 3 ranks, all-gather receives posted before the reduction\n", g_fail ? "FAIL" : "ok");
   strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
   for (int nr = 2; nr <= 3; nr++)
     for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
@@ -899,5 +1038,13 @@ int main(void) {
   unsetenv("STRAND_COLLNET_STREAMS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 vs 1 streams fail connect on both\n", g_fail ? "FAIL" : "ok");
+  check_gaps("no helper threads");
+  printf("%s: 2 ranks, the gaps of a call (closing line)\n", g_fail ? "FAIL" : "ok");
+  setenv("STRAND_COLLNET_THREADS", "2", 1);
+  strand_params_reread_for_test();
+  check_gaps("2 helper threads");
+  unsetenv("STRAND_COLLNET_THREADS");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, 2 helper threads (split reductions), the gaps of a call\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
 }
