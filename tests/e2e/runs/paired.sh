@@ -11,10 +11,12 @@
 gpu_count() { nvidia-smi -L 2>/dev/null | wc -l; }
 
 # paired_rounds DIR NRANKS MAX_ROUNDS BUDGET_S CONFIG...
-#   One `run_e2e.sh sweep` per round on GPUs 0..NRANKS-1, CONFIG strings as extra variables for
-#   each launch (E2E_NAME=NAME labels one for paired_table.py; E2E_SIZES and E2E_OP come from the
-#   caller's environment), written to DIR/nNRANKS-rROUND.txt. Stops before a round that would not
-#   end within BUDGET_S seconds of the first at the rounds' average pace.
+#   One `run_e2e.sh sweep` per round on GPUs 0..NRANKS-1 (PAIRED_LAUNCHER names another launcher
+#   taking the configurations as arguments: "tests/e2e/collnet_e2e.sh variants" for CollNet, where
+#   @CN@ stands for the CollNet settings), CONFIG strings as extra variables for each launch
+#   (E2E_NAME=NAME labels one for paired_table.py; E2E_SIZES, E2E_OP and E2E_BUDGET_S come from
+#   the caller's environment), written to DIR/nNRANKS-rROUND.txt. Stops before a round that would
+#   not end within BUDGET_S seconds of the first at the rounds' average pace.
 paired_rounds() {
   local dir=$1 n=$2 max=$3 budget=$4
   shift 4
@@ -25,10 +27,12 @@ paired_rounds() {
   for ((r = 1; r <= max; r++)); do
     local rot=()
     for ((i = 0; i < k; i++)); do rot+=("${cfgs[$(((i + r) % k))]}"); done
-    CUDA_VISIBLE_DEVICES=$dev NRANKS=$n timeout 170 tests/e2e/run_e2e.sh sweep "${rot[@]}" \
+    # shellcheck disable=SC2086  # the launcher is a command and its mode, split on purpose
+    CUDA_VISIBLE_DEVICES=$dev NRANKS=$n timeout 170 ${PAIRED_LAUNCHER:-tests/e2e/run_e2e.sh sweep} "${rot[@]}" \
       >"$dir/n$n-r$(printf %02d "$r").txt" 2>&1 || echo "# $n ranks, round $r: a launch failed (see $dir)"
     local el=$((SECONDS - t0))
     echo "# $n ranks: round $r done at ${el} s"
+    [[ -n ${PAIRED_EACH_ROUND:-} ]] && eval "$PAIRED_EACH_ROUND" # e.g. a partial table under $OUT
     if ((el + el / r > budget)); then
       echo "# $n ranks: stopping after round $r (budget ${budget} s)"
       break
