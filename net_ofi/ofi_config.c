@@ -159,6 +159,15 @@ strand_result_t ofi_params_load(void) {
   ofi_params.slow_ms = (uint64_t)slow;
   ofi_params.inject = inject;
   ofi_params.tuner_tree_bytes = (uint64_t)tree_bytes;
+  /* Whether the user chose the tuner's values: if not, the tuner picks them per communicator by
+   * its node count (ofi_tuner.c). An empty value counts as unset (the SDK's rule). */
+  strand_param_source_t src;
+  if ((r = strand_param_get_source("STRAND_OFI_TUNER_CHANNELS", &src, NULL)) != STRAND_SUCCESS)
+    return r;
+  ofi_params.tuner_channels_set = src != STRAND_PARAM_SOURCE_DEFAULT;
+  if ((r = strand_param_get_source("STRAND_OFI_TUNER_TREE_BYTES", &src, NULL)) != STRAND_SUCCESS)
+    return r;
+  ofi_params.tuner_tree_bytes_set = src != STRAND_PARAM_SOURCE_DEFAULT;
   strand_params_dump();
   return STRAND_SUCCESS;
 }
