@@ -96,7 +96,7 @@ static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks
   /* Where each value comes from, for the INFO line: the user's variable, or the default for this
    * node count (the rails profile's bands at 2 nodes are the net side's default). */
   const char *bands_from = ofi_params.tuner_channels_set ? "STRAND_OFI_TUNER_CHANNELS"
-                           : t->bands.nbands              ? "automatic: the rails profile's"
+                           : t->bands.nbands              ? "automatic: the rails profile"
                                                           : "automatic";
   const char *tree_from = "STRAND_OFI_TUNER_TREE_BYTES";
   if (why == NULL) {
@@ -118,7 +118,7 @@ static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks
       bands_from = "automatic: 3 nodes or more";
     }
     if (t->bands.nbands == 0 && t->tree_bytes == 0)
-      why = "no channel bands (STRAND_OFI_TUNER_CHANNELS unset) and STRAND_OFI_TUNER_TREE_BYTES=0";
+      why = "no channel bands, and STRAND_OFI_TUNER_TREE_BYTES=0";
   }
   t->active = why == NULL;
   if (t->active) {

@@ -17,7 +17,7 @@
  *   - OFI_TUNER_DEFAULTS=1: neither variable set (one rail, so no rails-profile bands): at 2
  *     nodes an all-reduce up to 1 KiB goes to Tree and no channel count is given; at 3 and 4
  *     nodes the bands 16K:0,1M:2:simple,16M:2:simple and no Tree; at 1 node nothing; the INFO
- *     line says which values are automatic;
+ *     line says which values are automatic; before the net side is up nothing changes;
  *   - OFI_TUNER_BAD=1: a malformed band list ("1K:1,512:2": sizes must increase) fails the net
  *     init and then the tuner's init (which reads it itself when the net side is not up), each
  *     with a WARN naming STRAND_OFI_TUNER_CHANNELS and the bad item.
@@ -172,7 +172,15 @@ static int default_case(const strand_tuner_v5_t *t, void *tctx, const char *labe
 }
 
 static int defaults_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
-  void *ctx = NULL, *two = NULL, *three = NULL, *four = NULL, *one = NULL;
+  void *ctx = NULL, *two = NULL, *three = NULL, *four = NULL, *one = NULL, *idle = NULL;
+  /* Before the net side is up (NCCL loaded the tuner, another net carries the traffic): no default
+   * applies, and the INFO line says so. */
+  PT_CHECK(t->init(&idle, 4, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, no net");
+  PT_CHECK(strstr(tuner_info, "leaves NCCL's choices unchanged (strand-ofi's network is not in use"),
+           "net side unused: INFO does not say NCCL's choices stay: %s", tuner_info);
+  (void)default_case(t, idle, "no net, 2 nodes", 8, 0, false, false);
+  (void)default_case(t, idle, "no net, 2 nodes", 2 << 20, 0, false, false);
+  PT_CHECK(t->finalize(idle) == STRAND_SUCCESS, "tuner finalize, no net");
   PT_CHECK(net->init(&ctx, 0x7e59, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
   PT_CHECK(t->init(&two, 5, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
   PT_CHECK(strstr(tuner_info, "up to 1024 bytes where NCCL picked Ring (automatic: 2 nodes)") &&
