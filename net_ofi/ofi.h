@@ -86,6 +86,9 @@ typedef struct {
   strand_tuner_bands_t tuner_bands; /* ... parsed (a bad value fails ofi_params_load) */
   uint64_t tuner_tree_bytes; /* STRAND_OFI_TUNER_TREE_BYTES: an all-reduce of at most this many
                                 bytes runs on Tree when NCCL picked Ring and can run Tree (0: off) */
+  bool tuner_channels_set;   /* STRAND_OFI_TUNER_CHANNELS came from the environment (not empty) */
+  bool tuner_tree_bytes_set; /* STRAND_OFI_TUNER_TREE_BYTES came from the environment: the tuner's
+                                defaults by node count (ofi_tuner.c) then yield to the user's */
   uint64_t slow_ms;          /* STRAND_OFI_SLOW_MS: trace requests slower than this (0: off) */
   bool inject;               /* STRAND_OFI_INJECT: host-memory sends up to the provider's
                                 inject_size go by fi_tinject (no completion to reap) */

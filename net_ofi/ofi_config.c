@@ -67,11 +67,13 @@ static const strand_param_def_t ofi_param_defs[] = {
                         "channels per collective size for strand-ofi's tuner: SIZE:N[:PROTO],... "
                         "bands (a collective of at most SIZE bytes runs on N channels, 0 = "
                         "NCCL's count, an all-reduce on PROTO ll|ll128|simple; above the last "
-                        "band NCCL's choices); unset: NCCL's choices"),
+                        "band NCCL's choices); unset: 16K:0,1M:2:simple,16M:2:simple on "
+                        "communicators of 3 nodes or more, else the rails profile's or none"),
     STRAND_PARAM_INT("STRAND_OFI_TUNER_TREE_BYTES", NULL, 0, 0, 1073741824,
                      "strand-ofi's tuner runs an all-reduce of at most this many bytes on Tree "
                      "(its cheapest runnable protocol) where NCCL picked Ring: one send and one "
-                     "receive per rank instead of the ring's 2(n-1) (0: NCCL's algorithm)"),
+                     "receive per rank instead of the ring's 2(n-1) (0: NCCL's algorithm; unset: "
+                     "1024 on 2-node communicators, 0 on larger ones)"),
     STRAND_PARAM_INT("STRAND_OFI_SLOW_MS", NULL, 0, 0, 3600000,
                      "log (INFO) every request, isend/irecv/test call, fi_cq_read and rail-thread "
                      "lock hold that took at least this long, with the thread's involuntary context "
@@ -159,6 +161,15 @@ strand_result_t ofi_params_load(void) {
   ofi_params.slow_ms = (uint64_t)slow;
   ofi_params.inject = inject;
   ofi_params.tuner_tree_bytes = (uint64_t)tree_bytes;
+  /* Whether the user chose the tuner's values: if not, the tuner picks them per communicator by
+   * its node count (ofi_tuner.c). An empty value counts as unset (the SDK's rule). */
+  strand_param_source_t src;
+  if ((r = strand_param_get_source("STRAND_OFI_TUNER_CHANNELS", &src, NULL)) != STRAND_SUCCESS)
+    return r;
+  ofi_params.tuner_channels_set = src != STRAND_PARAM_SOURCE_DEFAULT;
+  if ((r = strand_param_get_source("STRAND_OFI_TUNER_TREE_BYTES", &src, NULL)) != STRAND_SUCCESS)
+    return r;
+  ofi_params.tuner_tree_bytes_set = src != STRAND_PARAM_SOURCE_DEFAULT;
   strand_params_dump();
   return STRAND_SUCCESS;
 }

@@ -14,6 +14,16 @@
  * the speed that opens enough channels for the rails also makes NCCL keep LL up to 512 KiB, which
  * over a socket lost to Simple for strand-socket (docs/benchmarks/socket.md, "The tuner's default").
  *
+ * Defaults by node count (only where the user left the variable unset; a user value wins at every
+ * node count), from paired rounds on 4 H200s (docs/benchmarks/ofi.md, "Paired rounds: the defaults
+ * decided"):
+ *   - 2 nodes: all-reduce on Tree up to 1 KiB (1.03-1.36x the built-in Socket at 8 B-1 KiB where
+ *     the defaults were 0.81-1.17x); the channel bands stay what the net side set (the rails
+ *     profile's, or none): the 16M band was not measured paired there.
+ *   - 3 nodes or more: bands 16K:0,1M:2:simple,16M:2:simple (2 and 16 MiB at 4 ranks went from
+ *     0.56/0.70x to 0.85/0.96x); no Tree (neutral at 4 ranks in the paired call, 0.45-0.72x in an
+ *     earlier unpaired one).
+ *
  * It answers only nChannels (and a band's protocol), only for ring/tree/PAT (NCCL caps the answer at what the comm opened;
  * CollNet/NVLS take it as given), only for a communicator spanning nodes, only when this library's
  * net side was initialised in the process, and never over an answer already made. Everything else
@@ -26,6 +36,10 @@
 #include "ofi.h"
 #include "strand/tuner.h"
 #include "strand/tuner_bands.h"
+
+/* The defaults by node count (see the top of the file). */
+#define OFI_TUNER_AUTO_TREE_BYTES_2NODES 1024u
+#define OFI_TUNER_AUTO_BANDS_3NODES "16K:0,1M:2:simple,16M:2:simple"
 
 typedef struct {
   bool active;
@@ -79,18 +93,44 @@ static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks
     why = "strand-ofi's network is not in use in this process";
   }
   if (why == NULL && nNodes <= 1) why = "single-node communicator: no traffic crosses strand-ofi";
-  if (why == NULL && t->bands.nbands == 0 && ofi_params.tuner_tree_bytes == 0)
-    why = "neither STRAND_OFI_TUNER_CHANNELS nor STRAND_OFI_TUNER_TREE_BYTES is set";
+  /* Where each value comes from, for the INFO line: the user's variable, or the default for this
+   * node count (the rails profile's bands at 2 nodes are the net side's default). */
+  const char *bands_from = ofi_params.tuner_channels_set ? "STRAND_OFI_TUNER_CHANNELS"
+                           : t->bands.nbands              ? "automatic: the rails profile"
+                                                          : "automatic";
+  const char *tree_from = "STRAND_OFI_TUNER_TREE_BYTES";
+  if (why == NULL) {
+    if (!ofi_params.tuner_tree_bytes_set) {
+      t->tree_bytes = nNodes == 2 ? OFI_TUNER_AUTO_TREE_BYTES_2NODES : 0;
+      tree_from = nNodes == 2 ? "automatic: 2 nodes" : "automatic: 0 at 3 nodes or more";
+    } else {
+      t->tree_bytes = ofi_params.tuner_tree_bytes;
+    }
+    if (!ofi_params.tuner_channels_set && nNodes >= 3) {
+      char err[256];
+      if (strand_tuner_bands_parse(OFI_TUNER_AUTO_BANDS_3NODES, &t->bands, err, sizeof err) !=
+          STRAND_SUCCESS) {
+        STRAND_WARN("tuner init: the built-in bands '%s' do not parse: %s",
+                    OFI_TUNER_AUTO_BANDS_3NODES, err);
+        free(t);
+        return STRAND_INTERNAL_ERROR;
+      }
+      bands_from = "automatic: 3 nodes or more";
+    }
+    if (t->bands.nbands == 0 && t->tree_bytes == 0)
+      why = "no channel bands, and STRAND_OFI_TUNER_TREE_BYTES=0";
+  }
   t->active = why == NULL;
-  if (t->active) t->tree_bytes = ofi_params.tuner_tree_bytes;
   if (t->active) {
     char text[512];
     strand_tuner_bands_format(&t->bands, text, sizeof text);
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: channels by size "
-                "%s (ring/tree/PAT); all-reduce on Tree up to %llu bytes where NCCL picked Ring",
+                "%s (%s; ring/tree/PAT); all-reduce on Tree up to %llu bytes where NCCL picked "
+                "Ring (%s)",
                 strand_core_tuner_abi_version(), (unsigned long long)commId, nRanks, nNodes,
-                t->bands.nbands ? text : "NCCL's", (unsigned long long)t->tree_bytes);
+                t->bands.nbands ? text : "NCCL's", bands_from, (unsigned long long)t->tree_bytes,
+                tree_from);
   } else {
     STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_TUNING,
                 "tuner (ncclTunerPlugin_v%d): comm %llx, %zu ranks on %zu nodes: leaves NCCL's "

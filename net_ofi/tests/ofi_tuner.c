@@ -10,7 +10,14 @@
  *   - OFI_TUNER_TREE=1: with STRAND_OFI_TUNER_TREE_BYTES=64 (and no bands), an all-reduce of at
  *     most 64 bytes for which NCCL's cheapest entry is Ring gets Tree's cheapest runnable protocol
  *     made cost 0 and nothing else written; larger ones, other collectives, a Tree or CollNet pick,
- *     a Tree row NCCL ignored and an answer NCCL already made are left alone;
+ *     a Tree row NCCL ignored and an answer NCCL already made are left alone; the user's 64 also
+ *     wins at 4 nodes (where the default is no Tree), beside the automatic bands;
+ *     (STRAND_OFI_TUNER_TREE_BYTES=0 set: the user's 0 wins over the 2-node default); the same
+ *     user bands, not the automatic ones, at 4 nodes;
+ *   - OFI_TUNER_DEFAULTS=1: neither variable set (one rail, so no rails-profile bands): at 2
+ *     nodes an all-reduce up to 1 KiB goes to Tree and no channel count is given; at 3 and 4
+ *     nodes the bands 16K:0,1M:2:simple,16M:2:simple and no Tree; at 1 node nothing; the INFO
+ *     line says which values are automatic; before the net side is up nothing changes;
  *   - OFI_TUNER_BAD=1: a malformed band list ("1K:1,512:2": sizes must increase) fails the net
  *     init and then the tuner's init (which reads it itself when the net side is not up), each
  *     with a WARN naming STRAND_OFI_TUNER_CHANNELS and the bad item.
@@ -25,6 +32,7 @@
 #include "strand/abi/abi.h"
 
 static bool saw_bands_warning;
+static char tuner_info[1024]; /* the last INFO line of a tuner init ("tuner (ncclTunerPlugin...") */
 static char bands_warning[1024]; /* the last WARN naming STRAND_OFI_TUNER_CHANNELS */
 
 static void logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
@@ -35,6 +43,8 @@ static void logger(strand_log_level_t level, unsigned long flags, const char *fi
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (level == STRAND_LOG_INFO && strstr(buf, "tuner (ncclTunerPlugin") != NULL)
+    snprintf(tuner_info, sizeof tuner_info, "%s", buf);
   if (level <= STRAND_LOG_WARN) {
     if (strstr(buf, "STRAND_OFI_TUNER_CHANNELS")) {
       saw_bands_warning = true;
@@ -126,9 +136,82 @@ static int tree_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
            "a CollNet pick moved to Tree");
   PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, true, 0) < 0, "an ignored Tree row made runnable");
   PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, false, 4) < 0, "NCCL's answer overridden");
+  /* At 4 nodes the default is no Tree: the user's 64 must still apply (the automatic bands leave
+   * these sizes at NCCL's count and protocol). */
+  void *four = NULL;
+  PT_CHECK(t->init(&four, 4, 4, 4, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 4 nodes");
+  PT_CHECK(tree_zeroed(t, four, ar, 64, ring, false, 0) == STRAND_PROTO_LL128,
+           "4 nodes: the user's STRAND_OFI_TUNER_TREE_BYTES=64 not applied");
+  PT_CHECK(tree_zeroed(t, four, ar, 65, ring, false, 0) < 0, "4 nodes: 65 B moved to Tree");
+  PT_CHECK(strstr(tuner_info, "up to 64 bytes where NCCL picked Ring (STRAND_OFI_TUNER_TREE_BYTES)"),
+           "4 nodes: INFO does not name the user's Tree value: %s", tuner_info);
+  PT_CHECK(t->finalize(four) == STRAND_SUCCESS, "tuner finalize, 4 nodes");
   PT_CHECK(t->finalize(multi) == STRAND_SUCCESS, "tuner finalize");
   PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
   printf("tree: %d failure(s)\n", pt_failures);
+  return pt_failures ? 1 : 0;
+}
+
+/* One ring all-reduce of nBytes at `nodes` nodes with neither variable set: the channels given,
+ * whether Simple was made cheapest, and whether it went to Tree. A failure is counted and printed;
+ * the caller goes on with the next case. */
+static int default_case(const strand_tuner_v5_t *t, void *tctx, const char *label, size_t nBytes,
+                         int want_channels, bool want_simple, bool want_tree) {
+  if (want_tree || nBytes <= 1024) { /* tree_zeroed checks nChannels stays NCCL's (no band here) */
+    int z = tree_zeroed(t, tctx, STRAND_FUNC_ALLREDUCE, nBytes, STRAND_ALGO_RING, false, 0);
+    PT_CHECK((z == STRAND_PROTO_LL128) == want_tree, "%s, %zu B: moved to Tree %d, want %d", label,
+             nBytes, z == STRAND_PROTO_LL128, want_tree);
+    return 0;
+  }
+  bool simple = false;
+  int n = channels_for_p(t, tctx, nBytes, STRAND_ALGO_RING, 0, false, &simple);
+  PT_CHECK(n == want_channels && simple == want_simple,
+           "%s, %zu B: %d channels, Simple %d; want %d, %d", label, nBytes, n, simple,
+           want_channels, want_simple);
+  return 0;
+}
+
+static int defaults_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
+  void *ctx = NULL, *two = NULL, *three = NULL, *four = NULL, *one = NULL, *idle = NULL;
+  /* Before the net side is up (NCCL loaded the tuner, another net carries the traffic): no default
+   * applies, and the INFO line says so. */
+  PT_CHECK(t->init(&idle, 4, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, no net");
+  PT_CHECK(strstr(tuner_info, "leaves NCCL's choices unchanged (strand-ofi's network is not in use"),
+           "net side unused: INFO does not say NCCL's choices stay: %s", tuner_info);
+  (void)default_case(t, idle, "no net, 2 nodes", 8, 0, false, false);
+  (void)default_case(t, idle, "no net, 2 nodes", 2 << 20, 0, false, false);
+  PT_CHECK(t->finalize(idle) == STRAND_SUCCESS, "tuner finalize, no net");
+  PT_CHECK(net->init(&ctx, 0x7e59, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
+  PT_CHECK(t->init(&two, 5, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
+  PT_CHECK(strstr(tuner_info, "up to 1024 bytes where NCCL picked Ring (automatic: 2 nodes)") &&
+               strstr(tuner_info, "channels by size NCCL's (automatic;"),
+           "2 nodes: INFO does not say Tree 1024 and NCCL's channels are automatic: %s",
+           tuner_info);
+  PT_CHECK(t->init(&three, 6, 3, 3, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 3 nodes");
+  PT_CHECK(t->init(&four, 7, 8, 4, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 4 nodes");
+  PT_CHECK(strstr(tuner_info, "(automatic: 3 nodes or more;") &&
+               strstr(tuner_info, "up to 0 bytes where NCCL picked Ring (automatic: 0 at 3 nodes"),
+           "4 nodes: INFO does not say the bands and no Tree are automatic: %s", tuner_info);
+  PT_CHECK(t->init(&one, 8, 4, 1, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 1 node");
+  PT_CHECK(strstr(tuner_info, "leaves NCCL's choices unchanged (single-node"),
+           "1 node: INFO does not say NCCL's choices stay: %s", tuner_info);
+  static const struct { size_t bytes; int ch; bool simple; } wide[] = {
+      {8, 0, false},       {16 << 10, 0, false}, {(16 << 10) + 1, 2, true}, {1 << 20, 2, true},
+      {2 << 20, 2, true},  {16 << 20, 2, true},  {(16 << 20) + 4, 0, false}, {128 << 20, 0, false}};
+  for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++) {
+    (void)default_case(t, two, "2 nodes", wide[k].bytes, 0, false, wide[k].bytes <= 1024);
+    (void)default_case(t, three, "3 nodes", wide[k].bytes, wide[k].ch, wide[k].simple, false);
+    (void)default_case(t, four, "4 nodes", wide[k].bytes, wide[k].ch, wide[k].simple, false);
+    (void)default_case(t, one, "1 node", wide[k].bytes, 0, false, false);
+  }
+  (void)default_case(t, two, "2 nodes", 1024, 0, false, true);
+  (void)default_case(t, two, "2 nodes", 1025, 0, false, false);
+  (void)default_case(t, four, "4 nodes", 1024, 0, false, false);
+  PT_CHECK(t->finalize(two) == STRAND_SUCCESS && t->finalize(three) == STRAND_SUCCESS &&
+               t->finalize(four) == STRAND_SUCCESS && t->finalize(one) == STRAND_SUCCESS,
+           "tuner finalize");
+  PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
+  printf("defaults: %d failure(s)\n", pt_failures);
   return pt_failures ? 1 : 0;
 }
 
@@ -138,6 +221,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   bool bad = getenv("OFI_TUNER_BAD") != NULL;
+  /* The tuner's INFO line says where each value came from: let it reach logger(). */
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
   if (getenv("OFI_TUNER_TREE") != NULL) {
     setenv("STRAND_OFI_TUNER_TREE_BYTES", "64", 1);
     strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");
@@ -145,7 +231,17 @@ int main(int argc, char **argv) {
     PT_CHECK(net && t, "tables ncclNetPlugin_v12 and ncclTunerPlugin_v5 exported");
     return net && t ? tree_case(net, t) : 1;
   }
+  if (getenv("OFI_TUNER_DEFAULTS") != NULL) {
+    unsetenv("STRAND_OFI_TUNER_CHANNELS");
+    unsetenv("STRAND_OFI_TUNER_TREE_BYTES");
+    setenv("STRAND_OFI_RAILS", "1", 1); /* no rails-profile bands, whatever the CPU count */
+    strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");
+    const strand_tuner_v5_t *t = pt_load_table(argv[1], "ncclTunerPlugin_v5");
+    PT_CHECK(net && t, "tables ncclNetPlugin_v12 and ncclTunerPlugin_v5 exported");
+    return net && t ? defaults_case(net, t) : 1;
+  }
   setenv("STRAND_OFI_SPEED_MBPS", "123456", 1);
+  if (!bad) setenv("STRAND_OFI_TUNER_TREE_BYTES", "0", 1); /* the user's 0 beats the 2-node 1024 */
   setenv("STRAND_OFI_TUNER_CHANNELS", bad ? "1K:1,512:2" : "1K:1,1M:2:simple,64M:0", 1);
   strand_net_v12_t *net = pt_load_table(argv[1], "ncclNetPlugin_v12");
   const strand_tuner_v5_t *t = pt_load_table(argv[1], "ncclTunerPlugin_v5");
@@ -178,8 +274,11 @@ int main(int argc, char **argv) {
   PT_CHECK(net->getProperties(0, &props) == STRAND_SUCCESS, "getProperties");
   PT_CHECK(props.speed == 123456, "speed %d, STRAND_OFI_SPEED_MBPS says 123456", props.speed);
 
-  void *multi = NULL, *single = NULL;
+  void *multi = NULL, *single = NULL, *four = NULL;
   PT_CHECK(t->init(&multi, 1, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
+  PT_CHECK(t->init(&four, 3, 4, 4, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 4 nodes");
+  PT_CHECK(strstr(tuner_info, "(STRAND_OFI_TUNER_CHANNELS;") != NULL,
+           "4 nodes: INFO does not name the user's bands: %s", tuner_info);
   PT_CHECK(t->init(&single, 2, 2, 1, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 1 node");
   PT_CHECK(!saw_bands_warning, "WARN about a well-formed STRAND_OFI_TUNER_CHANNELS");
   static const struct { size_t bytes; int want; bool simple; } cases[] = {
@@ -195,6 +294,11 @@ int main(int argc, char **argv) {
     PT_CHECK(zr == cases[k].simple && zt == cases[k].simple,
              "%zu bytes: Simple made cheapest: ring %d, tree %d, want %d", cases[k].bytes, zr, zt,
              cases[k].simple);
+    /* The user's bands, not the automatic ones (which give 16 MiB 2 channels), at 4 nodes. */
+    int ring4 = channels_for_p(t, four, cases[k].bytes, STRAND_ALGO_RING, 0, false, &zr);
+    PT_CHECK(ring4 == cases[k].want && zr == cases[k].simple,
+             "4 nodes, %zu bytes: ring %d channels, Simple %d, want %d, %d", cases[k].bytes, ring4,
+             zr, cases[k].want, cases[k].simple);
   }
   bool z = true;
   PT_CHECK(channels_for_p(t, multi, 4096, STRAND_ALGO_RING, 0, true, &z) == 2 && !z,
@@ -202,7 +306,8 @@ int main(int argc, char **argv) {
   PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_COLLNET_DIRECT, 0) == 0, "CollNet answered");
   PT_CHECK(channels_for(t, single, 8, STRAND_ALGO_RING, 0) == 0, "single node answered");
   PT_CHECK(channels_for(t, multi, 8, STRAND_ALGO_RING, 5) == 5, "NCCL's answer overridden");
-  PT_CHECK(t->finalize(multi) == STRAND_SUCCESS && t->finalize(single) == STRAND_SUCCESS,
+  PT_CHECK(t->finalize(multi) == STRAND_SUCCESS && t->finalize(single) == STRAND_SUCCESS &&
+               t->finalize(four) == STRAND_SUCCESS,
            "tuner finalize");
   PT_CHECK(net->finalize(ctx) == STRAND_SUCCESS, "net finalize");
   printf("bands: %d failure(s)\n", pt_failures);
