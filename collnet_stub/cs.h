@@ -264,12 +264,16 @@ typedef struct cs_comm {
   bool prog_on;
   atomic_bool prog_stop;
   atomic_bool prog_failed; /* c->failed is set: test() must take the lock to report it */
+  atomic_int lock_waiters;  /* NCCL-side callers in cs_lock: the thread lets them in first */
   pthread_t prog;
 } cs_comm_t;
 
 /* The comm's lock, taken only while its progress thread runs (c may be NULL: a bad handle). */
 static inline void cs_lock(cs_comm_t *c) {
-  if (c && c->prog_on) pthread_mutex_lock(&c->lock);
+  if (!c || !c->prog_on) return;
+  atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+  pthread_mutex_lock(&c->lock);
+  atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
 }
 static inline void cs_unlock(cs_comm_t *c) {
   if (c && c->prog_on) pthread_mutex_unlock(&c->lock);

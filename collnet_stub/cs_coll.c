@@ -1156,6 +1156,7 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
 #define CS_PROG_SPINS 64
 #define CS_PROG_IDLE_S 50e-6
 #define CS_PROG_NAP_NS 5000L
+#define CS_PROG_HANDOFF_S 100e-6
 
 static void *cs_progress_main(void *arg) {
   cs_comm_t *c = arg;
@@ -1172,6 +1173,13 @@ static void *cs_progress_main(void *arg) {
       if (c->failed != STRAND_SUCCESS) atomic_store_explicit(&c->prog_failed, true, memory_order_release);
     }
     pthread_mutex_unlock(&c->lock);
+    /* A mutex is not fair: relocking at once could keep an issuing call or a regMr waiting for
+     * many rounds. Let a waiter in first (bounded: CS_PROG_HANDOFF_S). */
+    if (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0) {
+      double until = strand_now_s() + CS_PROG_HANDOFF_S;
+      while (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0 && strand_now_s() < until)
+        sched_yield();
+    }
     if (moved) {
       idle = 0;
       continue;
