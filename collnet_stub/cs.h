@@ -9,6 +9,7 @@
 #ifndef STRAND_CS_H
 #define STRAND_CS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -255,7 +256,28 @@ typedef struct cs_comm {
   cs_mr_t *mrs;
   cs_stats_t stats;
   struct cs_helpers *helpers; /* NULL: all CPU work on the caller's thread */
+  /* STRAND_COLLNET_PROGRESS=thread: a thread of the comm's own runs cs_progress in a loop, so each
+   * step of a chunk follows the previous one at once instead of at NCCL's next test(). While it
+   * runs (prog_on, set at connect and cleared at close, both on NCCL's thread), every entry point
+   * and every call into the net's comms holds `lock`; test() then only reports. */
+  pthread_mutex_t lock;
+  bool prog_on;
+  atomic_bool prog_stop;
+  atomic_bool prog_failed; /* c->failed is set: test() must take the lock to report it */
+  atomic_int lock_waiters;  /* NCCL-side callers in cs_lock: the thread lets them in first */
+  pthread_t prog;
 } cs_comm_t;
+
+/* The comm's lock, taken only while its progress thread runs (c may be NULL: a bad handle). */
+static inline void cs_lock(cs_comm_t *c) {
+  if (!c || !c->prog_on) return;
+  atomic_fetch_add_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+  pthread_mutex_lock(&c->lock);
+  atomic_fetch_sub_explicit(&c->lock_waiters, 1, memory_order_relaxed);
+}
+static inline void cs_unlock(cs_comm_t *c) {
+  if (c && c->prog_on) pthread_mutex_unlock(&c->lock);
+}
 
 /* The bound net table, or NULL (cs_plugin.c). */
 const strand_net_t *cs_net(void);
@@ -303,6 +325,11 @@ void cs_coll_free_slots(cs_comm_t *c);
  * as a collective's header messages. Blocking, until every message completed or `until`
  * (strand_now_s; then STRAND_REMOTE_ERROR and *timed_out); a net error fails it with a WARN. */
 strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out);
+/* STRAND_COLLNET_PROGRESS: starts the comm's progress thread when the mode is "thread" (a WARN and
+ * an error when it cannot); stop sets its stop flag and joins it (one bounded cs_progress round at
+ * most), after which the comm is back to one thread. Stop is a no-op without a thread. */
+strand_result_t cs_progress_start(cs_comm_t *c);
+void cs_progress_stop(cs_comm_t *c);
 /* The INFO line of where the comm's time went (closeColl). */
 void cs_coll_report_stats(const cs_comm_t *c);
 /* Runs the slot's job (sl->job) on the calling thread; a helper thread calls it for offloaded work.

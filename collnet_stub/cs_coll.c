@@ -37,13 +37,20 @@
  * stays failed (sticky), so later collectives fail at once. Bound: one exchange after the last
  * rank issued the collective.
  *
- * Nothing here blocks: test() posts what it may, polls the net's requests once, and returns. */
+ * Nothing here blocks: test() posts what it may, polls the net's requests once, and returns. With
+ * STRAND_COLLNET_PROGRESS=thread a thread of the comm runs those rounds in a loop instead and
+ * test() only reports (the progress thread, below). */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "cs.h"
 #include "strand/net_layer.h"
+#include "strand/params.h"
 #include "strand/reduce.h"
 
 enum { CS_ALLREDUCE, CS_ALLGATHER, CS_REDUCESCATTER };
@@ -82,6 +89,7 @@ typedef struct cs_req {
   size_t bpr, woff, wbytes; /* window collectives: bytesPerRank, windowOffset, windowBytes */
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
   size_t nchunks, next_chunk, chunks_done;
+  atomic_bool complete;  /* chunks_done reached nchunks */
   size_t result_bytes;
   /* allreduce: the registrations covering src / dst when the net holds them (cs_mr_direct), so
    * blocks go out of and land in the user's memory; NULL: staged through the slot's arena */
@@ -259,7 +267,7 @@ static strand_result_t cs_check_reduction(cs_comm_t *c, const char *call, strand
 
 /* ---- the calls ---- */
 
-strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
+static strand_result_t iallreduce_locked(void *collComm, void *sendData, void *recvData, size_t count,
                               strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
                               void *recvMhandle, void **request) {
   cs_comm_t *c = cs_comm_of(collComm);
@@ -293,7 +301,7 @@ strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, si
   return STRAND_SUCCESS;
 }
 
-strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
+static strand_result_t iallgather_locked(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
                               size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
                               void *sendMhandle, void **request) {
   (void)sendMhandle;
@@ -335,7 +343,7 @@ strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, st
   return STRAND_SUCCESS;
 }
 
-strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
+static strand_result_t ireducescatter_locked(void *collComm, int nSendParts, strand_sge_t *sendParts,
                                   void *recvData, size_t bytesPerRank, size_t windowOffset,
                                   size_t windowBytes, strand_datatype_t dataType,
                                   strand_redop_t redOp, void *recvMhandle, void **request) {
@@ -385,7 +393,44 @@ strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *
   return STRAND_SUCCESS;
 }
 
-/* Host memory only (ptrSupport = HOST): nothing is ever in flight towards a GPU. */
+/* The issuing calls hold the comm's lock while a progress thread runs (it walks the same queue). */
+strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
+                              strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
+                              void *recvMhandle, void **request) {
+  cs_comm_t *c = cs_comm_of(collComm);
+  cs_lock(c);
+  strand_result_t rc = iallreduce_locked(collComm, sendData, recvData, count, dataType, redOp, sendMhandle,
+                                         recvMhandle, request);
+  cs_unlock(c);
+  return rc;
+}
+
+strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
+                              size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
+                              void *sendMhandle, void **request) {
+  cs_comm_t *c = cs_comm_of(collComm);
+  cs_lock(c);
+  strand_result_t rc = iallgather_locked(collComm, sendData, nRecvParts, recvParts, bytesPerRank, windowOffset,
+                                         windowBytes, sendMhandle, request);
+  cs_unlock(c);
+  return rc;
+}
+
+strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
+                                  void *recvData, size_t bytesPerRank, size_t windowOffset,
+                                  size_t windowBytes, strand_datatype_t dataType,
+                                  strand_redop_t redOp, void *recvMhandle, void **request) {
+  cs_comm_t *c = cs_comm_of(collComm);
+  cs_lock(c);
+  strand_result_t rc = ireducescatter_locked(collComm, nSendParts, sendParts, recvData, bytesPerRank,
+                                             windowOffset, windowBytes, dataType, redOp, recvMhandle,
+                                             request);
+  cs_unlock(c);
+  return rc;
+}
+
+/* Host memory only (ptrSupport = HOST): nothing is ever in flight towards a GPU. It touches no
+ * state of the comm, so it needs no lock under a progress thread. */
 strand_result_t cs_iflush(void *collComm, void *data, int size, void *mhandle, void **request) {
   (void)data;
   (void)size;
@@ -924,6 +969,8 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   }
   if (r->kind == CS_ALLREDUCE) r->tm_last = sl->tm; /* the last chunk to get here is the call's */
   r->chunks_done++;
+  /* a progress thread's test() reads this without the lock (cs_test) */
+  if (r->chunks_done == r->nchunks) atomic_store_explicit(&r->complete, true, memory_order_release);
   c->stats.chunks++;
   c->stats.chunks_direct += r->kind == CS_ALLREDUCE && r->smr && r->rmr;
   c->stats.bytes += cs_chunk_bytes(c, sl);
@@ -1100,6 +1147,80 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
   return STRAND_SUCCESS;
 }
 
+/* ---- the progress thread (STRAND_COLLNET_PROGRESS=thread) ---- */
+
+/* Back-off when a round moved nothing: CS_PROG_SPINS rounds back to back, then rounds with a
+ * sched_yield between them (other threads of the process, NCCL's proxy among them, get the core)
+ * until CS_PROG_IDLE_S without progress, then naps of CS_PROG_NAP_NS (the net's exchanges take
+ * hundreds of microseconds, so a few microseconds' nap costs little once nothing moves). */
+#define CS_PROG_SPINS 64
+#define CS_PROG_IDLE_S 50e-6
+#define CS_PROG_NAP_NS 5000L
+#define CS_PROG_HANDOFF_S 100e-6
+
+static void *cs_progress_main(void *arg) {
+  cs_comm_t *c = arg;
+  /* the naps are a few microseconds, not the default 50 us of timer slack */
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  int idle = 0;
+  double idle_since = 0;
+  while (!atomic_load_explicit(&c->prog_stop, memory_order_acquire)) {
+    bool moved = false;
+    pthread_mutex_lock(&c->lock);
+    if (c->failed == STRAND_SUCCESS) {
+      strand_result_t rc = cs_progress(c, &moved);
+      if (rc != STRAND_SUCCESS) c->failed = rc; /* sticky: test() reports it */
+      if (c->failed != STRAND_SUCCESS) atomic_store_explicit(&c->prog_failed, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&c->lock);
+    /* A mutex is not fair: relocking at once could keep an issuing call or a regMr waiting for
+     * many rounds. Let a waiter in first (bounded: CS_PROG_HANDOFF_S). */
+    if (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0) {
+      double until = strand_now_s() + CS_PROG_HANDOFF_S;
+      while (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0 && strand_now_s() < until)
+        sched_yield();
+    }
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < CS_PROG_SPINS) continue;
+    double now = strand_now_s();
+    if (idle == CS_PROG_SPINS) idle_since = now;
+    if (now - idle_since < CS_PROG_IDLE_S) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, CS_PROG_NAP_NS};
+      nanosleep(&nap, NULL);
+    }
+  }
+  return NULL;
+}
+
+strand_result_t cs_progress_start(cs_comm_t *c) {
+  const char *mode = "proxy";
+  if (strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, &mode) != STRAND_SUCCESS)
+    return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
+  if (strcmp(mode, "thread") != 0) return STRAND_SUCCESS;
+  atomic_store_explicit(&c->prog_stop, false, memory_order_relaxed);
+  int err = pthread_create(&c->prog, NULL, cs_progress_main, c);
+  if (err) {
+    STRAND_WARN("collnet_stub connect(rank %d/%d): cannot start the progress thread (error %d); unset "
+                "STRAND_COLLNET_PROGRESS to progress on NCCL's proxy thread", c->rank, c->nranks, err);
+    return STRAND_SYSTEM_ERROR;
+  }
+  pthread_setname_np(c->prog, "strand-cs-prog");
+  c->prog_on = true;
+  return STRAND_SUCCESS;
+}
+
+void cs_progress_stop(cs_comm_t *c) {
+  if (!c->prog_on) return;
+  atomic_store_explicit(&c->prog_stop, true, memory_order_release);
+  pthread_join(c->prog, NULL); /* it sees the flag within one cs_progress round or one nap */
+  c->prog_on = false;
+}
+
 /* Adds a finished all-reduce's gaps (cs.h, CS_GAP_*): its last chunk's chain from issue to `now`. */
 static void cs_add_gaps(cs_stats_t *st, const cs_req_t *r, double now) {
   const cs_chunk_times_t *t = &r->tm_last;
@@ -1126,6 +1247,8 @@ static void cs_test_end(cs_comm_t *c, double t0) {
   c->t_last_test = c->inflight ? t0 : 0;
 }
 
+static strand_result_t cs_test_locked(cs_comm_t *c, cs_req_t *r, bool quick, int *done, int *size);
+
 strand_result_t cs_test(void *request, int *done, int *size) {
   if (!done) return STRAND_INVALID_ARGUMENT;
   *done = 0;
@@ -1135,7 +1258,22 @@ strand_result_t cs_test(void *request, int *done, int *size) {
     return STRAND_INTERNAL_ERROR;
   }
   cs_comm_t *c = r->comm;
-  if (c->failed != STRAND_SUCCESS) return c->failed;
+  /* Under a progress thread, a call not complete on a comm not failed is reported without the
+   * lock: NCCL's proxy polls test() back to back, and taking the lock each time would keep the
+   * progress thread waiting for it. */
+  bool quick = c->prog_on && !atomic_load_explicit(&r->complete, memory_order_acquire) &&
+               !atomic_load_explicit(&c->prog_failed, memory_order_acquire);
+  if (!quick) cs_lock(c);
+  strand_result_t rc = cs_test_locked(c, r, quick, done, size);
+  if (!quick) cs_unlock(c);
+  return rc;
+}
+
+/* test() of r on its comm c: progresses c (proxy mode; a progress thread does it otherwise), then
+ * reports r done and frees it once its last chunk completed. `quick`: without the lock, r known
+ * not complete; only the fields of test() itself are touched then. */
+static strand_result_t cs_test_locked(cs_comm_t *c, cs_req_t *r, bool quick, int *done, int *size) {
+  if (!quick && c->failed != STRAND_SUCCESS) return c->failed;
   double t0 = strand_now_s();
   if (c->t_last_test > 0) {
     double gap = t0 - c->t_last_test;
@@ -1144,11 +1282,11 @@ strand_result_t cs_test(void *request, int *done, int *size) {
     if (gap > c->stats.t_test_gap_max) c->stats.t_test_gap_max = gap;
   }
   bool moved = false;
-  strand_result_t rc = cs_progress(c, &moved);
+  strand_result_t rc = c->prog_on ? STRAND_SUCCESS : cs_progress(c, &moved);
   c->stats.tests++;
   c->stats.tests_idle += !moved;
   if (rc != STRAND_SUCCESS) return rc;
-  if (r->chunks_done < r->nchunks) {
+  if (quick || r->chunks_done < r->nchunks) {
     cs_test_end(c, t0);
     return STRAND_SUCCESS;
   }

@@ -28,6 +28,7 @@ static void cs_close_net_comm(const strand_net_t *n, void *comm, void *mh, bool 
 
 static void cs_comm_free(cs_comm_t *c) {
   const strand_net_t *n = c->net;
+  cs_progress_stop(c); /* first: it uses the net's comms and hands work to the helpers */
   cs_helpers_stop(c); /* before anything they may be touching is freed */
   cs_coll_drop_all(c);
   cs_mr_free_all(c); /* its net registrations live on the comms closed next */
@@ -41,6 +42,7 @@ static void cs_comm_free(cs_comm_t *c) {
   free(c->recv);
   free(c->send_mh);
   free(c->recv_mh);
+  pthread_mutex_destroy(&c->lock);
   c->magic = 0;
   free(c);
 }
@@ -159,6 +161,7 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   cs_comm_t *c = calloc(1, sizeof *c);
   if (!c) return STRAND_SYSTEM_ERROR;
   c->magic = CS_COMM_MAGIC;
+  pthread_mutex_init(&c->lock, NULL); /* used only once a progress thread runs */
   c->nranks = nranks;
   c->rank = rank;
   c->dev = l->dev;
@@ -196,6 +199,7 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   }
   if (rc == STRAND_SUCCESS && nranks > 1) rc = cs_form_group(c, l, handles);
   if (rc == STRAND_SUCCESS) rc = cs_helpers_start(c);
+  if (rc == STRAND_SUCCESS) rc = cs_progress_start(c); /* last: the mesh and helpers are ready */
   if (rc != STRAND_SUCCESS) {
     cs_comm_free(c);
     return rc;
@@ -203,9 +207,9 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
               "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
-              "per peer and direction (STRAND_COLLNET_STREAMS)",
+              "per peer and direction (STRAND_COLLNET_STREAMS), progress on %s (STRAND_COLLNET_PROGRESS)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              CS_LANES);
+              CS_LANES, c->prog_on ? "its own thread" : "NCCL's proxy thread");
   *collComm = c;
   return STRAND_SUCCESS;
 }
@@ -216,6 +220,7 @@ strand_result_t cs_close_coll(void *collComm) {
     STRAND_WARN("collnet_stub closeColl: %p is not a collComm of the stub", collComm);
     return STRAND_INVALID_ARGUMENT;
   }
+  cs_progress_stop(c); /* the stats are final once it stopped */
   cs_coll_report_stats(c);
   cs_comm_free(c);
   return STRAND_SUCCESS;

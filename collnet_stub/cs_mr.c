@@ -6,7 +6,9 @@
  * all-reduce on registered buffers sends its blocks straight from the user's memory and receives
  * the all-gather's straight into it (cs_coll.c): each staging copy skipped is a pass over the data
  * the chunk no longer waits for. Where the net refuses, the range is still a valid registration
- * and the collectives stage it through the arena (which connect registered) as before. */
+ * and the collectives stage it through the arena (which connect registered) as before.
+ * Under a progress thread (STRAND_COLLNET_PROGRESS=thread) these calls hold the comm's lock: the
+ * thread uses the same net comms. */
 #include <stdlib.h>
 
 #include "cs.h"
@@ -64,10 +66,12 @@ static strand_result_t cs_reg_common(cs_comm_t *c, const char *call, void *data,
   }
   cs_mr_t *m = calloc(1, sizeof *m);
   if (!m) return STRAND_SYSTEM_ERROR;
+  cs_lock(c); /* the net's comms, and the list the issuing calls read */
   *m = (cs_mr_t){.magic = CS_MR_MAGIC, .base = data, .size = size, .next = c->mrs};
   cs_net_reg(c, m);
   c->mrs = m;
   *mhandle = m;
+  cs_unlock(c);
   return STRAND_SUCCESS;
 }
 
@@ -105,15 +109,18 @@ strand_result_t cs_dereg_mr(void *collComm, void *mhandle) {
     return STRAND_INVALID_ARGUMENT;
   }
   /* Found by address among the live ones before it is read: a stale handle is refused safely. */
+  cs_lock(c);
   for (cs_mr_t **pp = &c->mrs; *pp; pp = &(*pp)->next)
     if (*pp == mhandle) {
       cs_mr_t *m = *pp;
       *pp = m->next;
       cs_net_dereg(c, m);
+      cs_unlock(c);
       m->magic = 0;
       free(m);
       return STRAND_SUCCESS;
     }
+  cs_unlock(c);
   STRAND_WARN("collnet_stub deregMr(rank %d/%d): %p is not a live registration (deregistered twice?)",
               c->rank, c->nranks, mhandle);
   return STRAND_INVALID_ARGUMENT;

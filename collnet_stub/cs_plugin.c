@@ -39,6 +39,9 @@ static const strand_param_def_t cs_params[] = {
                      "sets of net comms per peer pair; chunks take them in turn, so several chunks' "
                      "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3, 1 from 4; must "
                      "be the same on every rank)"),
+    STRAND_PARAM_ENUM("STRAND_COLLNET_PROGRESS", NULL, "proxy", STRAND_PARAM_CHOICES("proxy", "thread"),
+                      "where a collComm's collectives progress: proxy = inside test() on NCCL's proxy "
+                      "thread; thread = on a thread of the collComm's own, spinning while it runs"),
 };
 
 /* The net this CollNet drives: strand_collnet_stub_for() (run time) wins over STRAND_COLLNET_STUB()
@@ -71,6 +74,11 @@ static strand_result_t cs_init(void **ctx, uint64_t commId, strand_logger_t logF
   *ctx = NULL;
   const strand_net_t *n = cs_need_net("init");
   if (!n) return STRAND_INTERNAL_ERROR;
+  /* A bad STRAND_COLLNET_PROGRESS fails init (the params' WARN names the value and the choices)
+   * rather than a connect later. */
+  if (strand_params_register(cs_params, STRAND_PARAM_COUNT(cs_params)) != STRAND_SUCCESS ||
+      strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, NULL) != STRAND_SUCCESS)
+    return STRAND_INVALID_USAGE;
   cs_ctx_t *c = calloc(1, sizeof *c);
   if (!c) return STRAND_SYSTEM_ERROR;
   /* Our own context of the net: the mesh's comms belong to it, not to NCCL's net context. */
