@@ -837,6 +837,22 @@ static void closing_logger(strand_log_level_t level, unsigned long flags, const 
   pthread_mutex_unlock(&g_log_lock);
 }
 
+/* Two ranks' set-up: init with the given logger, listen, swap handles, connect, close the listener.
+ * Returns the collComm (NULL after a failed CHECK). */
+static void *pair_connect(int rank, int init_arg, strand_logger_t logger, void **ctx) {
+  void *lc = NULL, *cc = NULL, *hp[2];
+  CHECK(T->init(ctx, init_arg, logger) == STRAND_SUCCESS, "init");
+  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
+  CHECK(T->listen(*ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
+  memcpy(g_handles[rank], h, sizeof h);
+  pthread_barrier_wait(&g_bar);
+  hp[0] = g_handles[0];
+  hp[1] = g_handles[1];
+  CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
+  T->closeListen(lc);
+  return cc;
+}
+
 #define GAP_CALLS 14
 static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them (summed) */
 /* Only all-reduces on registered buffers, so the first closing line's mean call time (every
@@ -844,16 +860,7 @@ static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them
  * one at a time, 3 in flight at once, 3 of three chunks each. */
 static void *gaps_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
-  CHECK(T->init(&ctx, 80, closing_logger) == STRAND_SUCCESS, "init");
-  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
-  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
-  memcpy(g_handles[rank], h, sizeof h);
-  pthread_barrier_wait(&g_bar);
-  hp[0] = g_handles[0];
-  hp[1] = g_handles[1];
-  CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
-  T->closeListen(lc);
+  void *ctx = NULL, *cc = pair_connect(rank, 80, closing_logger, &ctx);
   if (!cc) return NULL;
   size_t one = 460000, big = 3 * 524288 - 1000; /* floats: one 2 MiB chunk; three */
   size_t bytes = 3 * big * 4;
@@ -947,16 +954,7 @@ static void check_gaps(const char *what) {
  * stops within its bound while the exchanges are under way) and the queued calls are freed. */
 static void *close_inflight_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
-  CHECK(T->init(&ctx, 81, NULL) == STRAND_SUCCESS, "init");
-  char h[STRAND_NET_HANDLE_MAXSIZE] = {0};
-  CHECK(T->listen(ctx, 0, h, &lc) == STRAND_SUCCESS, "listen");
-  memcpy(g_handles[rank], h, sizeof h);
-  pthread_barrier_wait(&g_bar);
-  hp[0] = g_handles[0];
-  hp[1] = g_handles[1];
-  CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
-  T->closeListen(lc);
+  void *ctx = NULL, *cc = pair_connect(rank, 81, NULL, &ctx);
   if (!cc) return NULL;
   size_t count = 3 * 524288, bytes = 4 * count * 4; /* 4 calls of 3 chunks each */
   char *send = calloc(1, bytes), *recv = calloc(1, bytes);
