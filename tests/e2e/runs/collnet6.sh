@@ -30,24 +30,14 @@ BUDGET=${CN6_BUDGET_S:-$((NRC > 1 ? 170 : 200))}
 CFGS=("NCCL_ALGO=allreduce:Ring" "@CN@" "@CN@ STRAND_COLLNET_STREAMS=1")
 NAMES=(--name STRAND_COLLNET_STREAMS=1 collnet-1stream --name CollNetChain collnet
        --name allreduce:Ring ring --ref ring)
-k=${#CFGS[@]}
+. tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ) $(hostname): $NG GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $(nproc) CPUs; ranks: $RANKS; ${BUDGET} s per rank count"
   echo "# tree: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   for n in $RANKS; do
-    dev=0,1; [ "$n" = 4 ] && dev=0,1,2,3
-    mkdir -p "$D/n$n"
-    t0=$SECONDS
-    for r in $(seq 1 40); do
-      rot=(); for ((i = 0; i < k; i++)); do rot+=("${CFGS[$(((i + r) % k))]}"); done
-      CUDA_VISIBLE_DEVICES=$dev NRANKS=$n E2E_SIZES=16M,128M,1G E2E_ROUNDS=1 E2E_BUDGET_S=150 \
-        timeout 160 tests/e2e/collnet_e2e.sh variants "${rot[@]}" >"$D/n$n/n$n-r$(printf %02d "$r").txt" 2>&1 \
-        || echo "# $n ranks, round $r: exit $? (see its file in collnet6.tgz)"
-      el=$((SECONDS - t0))
-      echo "# $n ranks: round $r done at ${el} s"
-      # another round as long as the mean one so far would pass the budget: stop
-      if ((el + el / r > BUDGET)); then break; fi
-    done
+    # the rounds: tests/e2e/runs/paired.sh (the same rotation this script ran with its own loop)
+    PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=16M,128M,1G E2E_BUDGET_S=150 \
+      paired_rounds "$D/n$n" "$n" 40 "$BUDGET" "${CFGS[@]}"
     python3 tests/e2e/runs/paired_table.py "$D/n$n" "${NAMES[@]}" --closing
   done
   b=build-e2e
