@@ -215,6 +215,9 @@ static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
   c->tail = r;
   c->inflight++;
   *request = r;
+  /* every issuing call queues here, under the lock: a progress thread asleep for want of work
+   * (cs_progress_main) cannot miss it */
+  if (c->prog_on) pthread_cond_signal(&c->prog_wake);
 }
 
 /* Rank j's block [j*bpr, (j+1)*bpr) of the logical nranks x bpr buffer, inside the window
@@ -1149,14 +1152,43 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
 
 /* ---- the progress thread (STRAND_COLLNET_PROGRESS=thread) ---- */
 
-/* Back-off when a round moved nothing: CS_PROG_SPINS rounds back to back, then rounds with a
- * sched_yield between them (other threads of the process, NCCL's proxy among them, get the core)
- * until CS_PROG_IDLE_S without progress, then naps of CS_PROG_NAP_NS (the net's exchanges take
- * hundreds of microseconds, so a few microseconds' nap costs little once nothing moves). */
+/* Back-off when a round moved nothing while a collective still has chunks to move: CS_PROG_SPINS
+ * rounds back to back, then rounds with a sched_yield between them (other threads of the process,
+ * NCCL's proxy among them, get the core) until CS_PROG_IDLE_S without progress, then naps of
+ * CS_PROG_NAP_NS (the net's exchanges take hundreds of microseconds, so a few microseconds' nap
+ * costs little once nothing moves). With nothing to move at all (no collective queued, or all of
+ * them done and waiting for test() to report them, or the comm failed) it sleeps on prog_wake
+ * instead: naps there would cost ~200k wake-ups a second on an idle job. That sleep is bounded by
+ * CS_PROG_SLEEP_NS only as a safety net; the issuing calls and closeColl signal it. */
 #define CS_PROG_SPINS 64
 #define CS_PROG_IDLE_S 50e-6
 #define CS_PROG_NAP_NS 5000L
+#define CS_PROG_SLEEP_NS 100000000L
 #define CS_PROG_HANDOFF_S 100e-6
+
+/* Whether a round could move anything: a collective with chunks not done, on a comm not failed.
+ * Under the lock. */
+static bool cs_has_work(const cs_comm_t *c) {
+  if (c->failed != STRAND_SUCCESS) return false;
+  for (const cs_req_t *r = c->head; r; r = r->next)
+    if (r->chunks_done < r->nchunks) return true;
+  return false;
+}
+
+/* Sleeps on prog_wake until signalled or CS_PROG_SLEEP_NS passed. Under the lock, which the wait
+ * releases meanwhile. */
+static void cs_progress_sleep(cs_comm_t *c) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_nsec += CS_PROG_SLEEP_NS;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+  }
+  c->stats.prog_sleeps++;
+  pthread_cond_timedwait(&c->prog_wake, &c->lock, &until); /* a timeout or a spurious wake: the
+                                                              caller's loop checks again */
+}
 
 static void *cs_progress_main(void *arg) {
   cs_comm_t *c = arg;
@@ -1165,12 +1197,20 @@ static void *cs_progress_main(void *arg) {
   int idle = 0;
   double idle_since = 0;
   while (!atomic_load_explicit(&c->prog_stop, memory_order_acquire)) {
-    bool moved = false;
+    bool moved = false, slept = false;
     pthread_mutex_lock(&c->lock);
     if (c->failed == STRAND_SUCCESS) {
       strand_result_t rc = cs_progress(c, &moved);
       if (rc != STRAND_SUCCESS) c->failed = rc; /* sticky: test() reports it */
       if (c->failed != STRAND_SUCCESS) atomic_store_explicit(&c->prog_failed, true, memory_order_release);
+      c->stats.prog_rounds++;
+      c->stats.prog_rounds_idle += !moved;
+    }
+    /* Checked under the lock that an issuing call holds to queue and signal: no wake-up is lost.
+     * The stop flag too, as closeColl signals under the lock after setting it. */
+    if (!moved && !cs_has_work(c) && !atomic_load_explicit(&c->prog_stop, memory_order_acquire)) {
+      cs_progress_sleep(c);
+      slept = true;
     }
     pthread_mutex_unlock(&c->lock);
     /* A mutex is not fair: relocking at once could keep an issuing call or a regMr waiting for
@@ -1180,7 +1220,7 @@ static void *cs_progress_main(void *arg) {
       while (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0 && strand_now_s() < until)
         sched_yield();
     }
-    if (moved) {
+    if (moved || slept) { /* after a sleep, work just queued: back to back rounds first */
       idle = 0;
       continue;
     }
@@ -1202,22 +1242,40 @@ strand_result_t cs_progress_start(cs_comm_t *c) {
   if (strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, &mode) != STRAND_SUCCESS)
     return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
   if (strcmp(mode, "thread") != 0) return STRAND_SUCCESS;
-  atomic_store_explicit(&c->prog_stop, false, memory_order_relaxed);
-  int err = pthread_create(&c->prog, NULL, cs_progress_main, c);
+  pthread_condattr_t ca;
+  int err = pthread_condattr_init(&ca);
+  if (!err) err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* sleeps immune to clock steps */
+  if (!err) err = pthread_cond_init(&c->prog_wake, &ca);
+  if (!err) pthread_condattr_destroy(&ca);
   if (err) {
+    STRAND_WARN("collnet_stub connect(rank %d/%d): cannot set up the progress thread's condition "
+                "variable (error %d)", c->rank, c->nranks, err);
+    return STRAND_SYSTEM_ERROR;
+  }
+  atomic_store_explicit(&c->prog_stop, false, memory_order_relaxed);
+  c->prog_on = true; /* before the thread exists: the issuing calls see it only after connect */
+  err = pthread_create(&c->prog, NULL, cs_progress_main, c);
+  if (err) {
+    c->prog_on = false;
+    pthread_cond_destroy(&c->prog_wake);
     STRAND_WARN("collnet_stub connect(rank %d/%d): cannot start the progress thread (error %d); unset "
                 "STRAND_COLLNET_PROGRESS to progress on NCCL's proxy thread", c->rank, c->nranks, err);
     return STRAND_SYSTEM_ERROR;
   }
   pthread_setname_np(c->prog, "strand-cs-prog");
-  c->prog_on = true;
   return STRAND_SUCCESS;
 }
 
 void cs_progress_stop(cs_comm_t *c) {
   if (!c->prog_on) return;
   atomic_store_explicit(&c->prog_stop, true, memory_order_release);
+  /* under the lock: the thread checks the flag under it before sleeping, so it either sees the
+   * flag or is asleep and gets the signal */
+  pthread_mutex_lock(&c->lock);
+  pthread_cond_signal(&c->prog_wake);
+  pthread_mutex_unlock(&c->lock);
   pthread_join(c->prog, NULL); /* it sees the flag within one cs_progress round or one nap */
+  pthread_cond_destroy(&c->prog_wake);
   c->prog_on = false;
 }
 

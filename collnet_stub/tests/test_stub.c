@@ -10,12 +10,14 @@
  * registration rules, bad handles, properties. Mismatched collectives (the ranks of a buggy
  * application disagree on count, datatype, op, kind or window): every rank's call fails with
  * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too. */
+#include <dirent.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "strand/collnet_stub.h"
 #include "strand/log.h"
@@ -987,6 +989,119 @@ static void *close_inflight_main(void *arg) {
   return NULL;
 }
 
+/* ------------------------------------------------------- the progress thread when idle */
+
+/* The task ids of this process's collComm progress threads (named strand-cs-prog). */
+static int prog_tids(int *tids, int max) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* a thread that just ended */
+    if (fgets(comm, sizeof comm, f) && !strncmp(comm, "strand-cs-prog", 14)) tids[n++] = atoi(e->d_name);
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* A task's CPU time (utime + stime, clock ticks) and context switches (voluntary and not: how
+ * often it went to sleep or was woken); false when /proc cannot say. */
+static bool task_usage(int tid, long *ticks, long *switches) {
+  char path[64], line[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  const char *p = ok ? strrchr(line, ')') : NULL; /* the name may hold spaces */
+  unsigned long ut = 0, st = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return false;
+  *ticks = (long)(ut + st);
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  if (!(f = fopen(path, "r"))) return false;
+  long v = -1, nv = -1;
+  while (fgets(line, sizeof line, f)) {
+    sscanf(line, "voluntary_ctxt_switches: %ld", &v);
+    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &nv);
+  }
+  fclose(f);
+  *switches = v + nv;
+  return v >= 0 && nv >= 0;
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+#define IDLE_S 0.3
+/* Two ranks with a progress thread each (main sets STRAND_COLLNET_PROGRESS=thread), connected and
+ * idle for IDLE_S: each thread sleeps instead of napping (a few wake-ups from its bounded wait,
+ * next to no CPU), and a call issued after a long idle completes promptly, well inside the
+ * sleep's 100 ms bound (so the issuing call woke the thread; 3 times, since a missing wake-up
+ * would still be lucky now and then). */
+static void *idle_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *cc = pair_connect(rank, 82, NULL, &ctx);
+  if (!cc) return NULL;
+  size_t n = 4096;
+  char *send = malloc(n * 4), *recv = malloc(n * 4 + 1), *exp = malloc(n * 4);
+  void *smh = NULL, *rmh = NULL;
+  CHECK(T->regMr(cc, send, n * 4, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, n * 4 + 1, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, n, 1, false);
+  pthread_barrier_wait(&g_bar);
+  int tids[4], nt = 0;
+  long t0[4], s0[4];
+  if (rank == 0) {
+    nt = prog_tids(tids, 4);
+    CHECK(nt == 2, "%d progress threads found (want one per rank's collComm)", nt);
+    for (int i = 0; i < nt; i++) CHECK(task_usage(tids[i], &t0[i], &s0[i]), "/proc usage of task %d", tids[i]);
+  }
+  sleep_s(IDLE_S);
+  if (rank == 0) {
+    long hz = sysconf(_SC_CLK_TCK);
+    for (int i = 0; i < nt; i++) {
+      long t1 = 0, s1 = 0;
+      CHECK(task_usage(tids[i], &t1, &s1), "/proc usage of task %d", tids[i]);
+      double cpu = (double)(t1 - t0[i]) / (double)hz;
+      printf("idle progress thread %d: %.3f s CPU, %ld context switches in %.1f s\n", tids[i], cpu,
+             s1 - s0[i], IDLE_S);
+      /* a napping thread: ~1e5 switches and a good part of a core; a sleeping one: ~IDLE_S / 0.1 */
+      CHECK(s1 - s0[i] < 50 && cpu <= 0.03, "idle progress thread %d: %ld context switches and %.3f s "
+            "CPU in %.1f s (want it asleep)", tids[i], s1 - s0[i], cpu, IDLE_S);
+    }
+  }
+  for (int k = 0; k < 3; k++) {
+    pthread_barrier_wait(&g_bar);
+    sleep_s(0.11); /* past one whole 100 ms bounded sleep: without the wake-up, ~90 ms late */
+    double took = allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, n, 2 + k, false);
+    CHECK(took > 0 && took < 0.05, "rank %d: an all-reduce after 110 ms idle took %.1f ms (want < 50: "
+          "the call wakes the progress thread)", rank, took * 1e3);
+    if (rank == 0) printf("all-reduce after 110 ms idle: %.2f ms\n", took * 1e3);
+  }
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  pthread_barrier_wait(&g_bar);
+  double c0 = test_now_s();
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl");
+  double took = test_now_s() - c0;
+  CHECK(took < 0.05, "rank %d: closeColl of an idle collComm took %.1f ms (the sleeping thread must be "
+        "woken, not waited for)", rank, took * 1e3);
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  free(exp);
+  return NULL;
+}
+
 static void run_ranks(int nranks, void *(*fn)(void *)) {
   g_nranks = nranks;
   pthread_barrier_init(&g_bar, NULL, (unsigned)g_nranks);
@@ -1114,5 +1229,13 @@ int main(void) {
   unsetenv("STRAND_COLLNET_THREADS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 helper threads (split reductions), the gaps of a call\n", g_fail ? "FAIL" : "ok");
+  /* The progress thread of an idle collComm sleeps, and wakes for the next call (in both runs). */
+  const char *mode_now = getenv("STRAND_COLLNET_PROGRESS");
+  setenv("STRAND_COLLNET_PROGRESS", "thread", 1);
+  strand_params_reread_for_test();
+  run_ranks(2, idle_main);
+  if (!mode_now) unsetenv("STRAND_COLLNET_PROGRESS");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, an idle progress thread sleeps and wakes for the next call\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
 }
