@@ -268,6 +268,7 @@ typedef struct cs_comm {
    * a chunk left to move; a call that queues work, and closeColl, wake it. */
   pthread_cond_t prog_wake;
   bool prog_on;
+  bool prog_ran;           /* a progress thread ran: the closing line counts its rounds */
   atomic_bool prog_stop;
   atomic_bool prog_failed; /* c->failed is set: test() must take the lock to report it */
   atomic_int lock_waiters;  /* NCCL-side callers in cs_lock: the thread lets them in first */

@@ -1263,6 +1263,7 @@ strand_result_t cs_progress_start(cs_comm_t *c) {
     return STRAND_SYSTEM_ERROR;
   }
   pthread_setname_np(c->prog, "strand-cs-prog");
+  c->prog_ran = true;
   return STRAND_SUCCESS;
 }
 
@@ -1373,21 +1374,30 @@ void cs_coll_report_stats(const cs_comm_t *c) {
   if (!st->colls) return;
   double active = st->t_busy;
   double pct = active > 0 ? 100.0 / active : 0;
+  /* Who moved the chunks: test() calls on NCCL's proxy thread, or the progress thread's rounds
+   * (test() then only reports, so its idle count would say nothing). */
+  char movers[200];
+  if (c->prog_ran)
+    snprintf(movers, sizeof movers, "progress thread: %llu rounds, %llu of them moved nothing, %llu "
+             "sleeps with nothing to move; %llu test() calls (report only)",
+             (unsigned long long)st->prog_rounds, (unsigned long long)st->prog_rounds_idle,
+             (unsigned long long)st->prog_sleeps, (unsigned long long)st->tests);
+  else
+    snprintf(movers, sizeof movers, "%llu test() calls, %llu of them moved nothing",
+             (unsigned long long)st->tests, (unsigned long long)st->tests_idle);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d closing: %llu collectives, %.1f MiB in %llu chunks of up to "
               "%zu-byte blocks in %.3f s with collectives in flight (%.2f GB/s of user data); %.2f "
               "collectives in flight on average, %.1f us each from issue to done; CPU time in staging "
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
-              "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
-              "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging); %llu reductions split over helpers; %d streams",
+              "on average (first post to complete; up to %d chunks in flight); %s; %llu chunks sent "
+              "from and received into registered user memory (no staging); %llu reductions split over helpers; %d streams",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
               st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
-              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
-              (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
+              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots, movers,
               (unsigned long long)st->chunks_direct, (unsigned long long)st->splits, c->nstreams);
   /* A second line: one message holds at most STRAND_LOG_MAX_MESSAGE bytes. Means in microseconds;
    * the chain (issue .. done) adds up to the mean all-reduce call time printed at its end. */

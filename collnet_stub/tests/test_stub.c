@@ -950,6 +950,14 @@ static void check_gaps(const char *what) {
   bool threaded = mode && !strcmp(mode, "thread");
   CHECK(every > 0 && most >= every && (inside > 0 || (threaded && inside >= 0)), "%s: test() interval %.1f us (max %.1f), inside %.1f:\n%s",
         what, every, most, inside, g_closing);
+  /* who moved the chunks: the progress thread's rounds, or test() calls that can move nothing */
+  unsigned long long n1 = 0, n2 = 0;
+  const char *mv = strstr(l1, "chunks in flight); ");
+  bool parsed = mv && sscanf(mv, threaded ? "chunks in flight); progress thread: %llu rounds, %llu of them moved nothing"
+                                          : "chunks in flight); %llu test() calls, %llu of them moved nothing",
+                             &n1, &n2) == 2;
+  CHECK(parsed && n1 > 0 && n2 <= n1, "%s: the closing line's %s counts are missing or wrong:\n%s", what,
+        threaded ? "progress thread" : "test()", g_closing);
 }
 
 /* Close with collectives issued and never tested: closeColl returns (a progress thread, if any,
@@ -1049,7 +1057,7 @@ static void sleep_s(double s) {
  * would still be lucky now and then). */
 static void *idle_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *cc = pair_connect(rank, 82, NULL, &ctx);
+  void *ctx = NULL, *cc = pair_connect(rank, 82, closing_logger, &ctx);
   if (!cc) return NULL;
   size_t n = 4096;
   char *send = malloc(n * 4), *recv = malloc(n * 4 + 1), *exp = malloc(n * 4);
@@ -1233,7 +1241,20 @@ int main(void) {
   const char *mode_now = getenv("STRAND_COLLNET_PROGRESS");
   setenv("STRAND_COLLNET_PROGRESS", "thread", 1);
   strand_params_reread_for_test();
+  g_closing[0] = 0;
+  strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
+  strand_log_init(closing_logger);
   run_ranks(2, idle_main);
+  strand_log_init(before);
+  strand_log_reload_env();
+  /* the closing line counts the thread's rounds and its sleeps (>= 3 in the 0.3 s idle alone) */
+  unsigned long long rounds = 0, still = 0, sleeps = 0, tests = 0;
+  const char *pl = strstr(g_closing, "progress thread: ");
+  CHECK(pl && sscanf(pl, "progress thread: %llu rounds, %llu of them moved nothing, %llu sleeps with "
+                     "nothing to move; %llu test() calls (report only)", &rounds, &still, &sleeps, &tests) == 4 &&
+        rounds > 0 && still <= rounds && sleeps >= 3 && tests > 0,
+        "the closing line of a threaded comm: no progress thread counts, or wrong ones:\n%s", g_closing);
+  if (pl) printf("closing line of the idle test's rank 0: %.*s\n", (int)strcspn(pl, ";"), pl);
   if (!mode_now) unsetenv("STRAND_COLLNET_PROGRESS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, an idle progress thread sleeps and wakes for the next call\n", g_fail ? "FAIL" : "ok");
