@@ -396,40 +396,38 @@ static strand_result_t ireducescatter_locked(void *collComm, int nSendParts, str
   return STRAND_SUCCESS;
 }
 
-/* The issuing calls hold the comm's lock while a progress thread runs (it walks the same queue). */
+/* The issuing calls hold the comm's lock while a progress thread runs (it walks the same queue):
+ * each one returns its *_locked body, called under the lock. */
+#define CS_ISSUE_LOCKED(collComm, locked_call)                                                     \
+  do {                                                                                             \
+    cs_comm_t *c_ = cs_comm_of(collComm);                                                          \
+    cs_lock(c_);                                                                                   \
+    strand_result_t rc_ = (locked_call);                                                           \
+    cs_unlock(c_);                                                                                 \
+    return rc_;                                                                                    \
+  } while (0)
+
 strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
                               strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
                               void *recvMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = iallreduce_locked(collComm, sendData, recvData, count, dataType, redOp, sendMhandle,
-                                         recvMhandle, request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, iallreduce_locked(collComm, sendData, recvData, count, dataType, redOp,
+                                              sendMhandle, recvMhandle, request));
 }
 
 strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
                               size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
                               void *sendMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = iallgather_locked(collComm, sendData, nRecvParts, recvParts, bytesPerRank, windowOffset,
-                                         windowBytes, sendMhandle, request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, iallgather_locked(collComm, sendData, nRecvParts, recvParts, bytesPerRank,
+                                              windowOffset, windowBytes, sendMhandle, request));
 }
 
 strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
                                   void *recvData, size_t bytesPerRank, size_t windowOffset,
                                   size_t windowBytes, strand_datatype_t dataType,
                                   strand_redop_t redOp, void *recvMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = ireducescatter_locked(collComm, nSendParts, sendParts, recvData, bytesPerRank,
-                                             windowOffset, windowBytes, dataType, redOp, recvMhandle,
-                                             request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, ireducescatter_locked(collComm, nSendParts, sendParts, recvData, bytesPerRank,
+                                                  windowOffset, windowBytes, dataType, redOp,
+                                                  recvMhandle, request));
 }
 
 /* Host memory only (ptrSupport = HOST): nothing is ever in flight towards a GPU. It touches no
