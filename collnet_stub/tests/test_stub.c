@@ -642,21 +642,26 @@ static void *rank_main(void *arg) {
 
 /* ------------------------------------------------------------------------- mismatched calls */
 
-/* The WARNs of the stub, kept so that a case can check they name both sides. */
+/* What the tests read back of the stub's log: its WARNs (a case checks they name both sides), and
+ * rank 0's two closing INFO lines in a two-rank group (its stats at closeColl). */
 static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_warns[8192];
+static char g_closing[4096];
 static void capture_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
                            const char *fmt, ...) {
   (void)flags, (void)file, (void)line;
-  if (level != STRAND_LOG_WARN) return;
-  char msg[1024];
+  if (level != STRAND_LOG_WARN && level != STRAND_LOG_INFO) return;
+  char msg[1200];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  char *into = level == STRAND_LOG_WARN ? g_warns : g_closing;
+  size_t room = level == STRAND_LOG_WARN ? sizeof g_warns : sizeof g_closing;
+  if (level == STRAND_LOG_INFO && !strstr(msg, "rank 0/2 closing")) return;
   pthread_mutex_lock(&g_log_lock);
-  size_t used = strlen(g_warns);
-  snprintf(g_warns + used, sizeof g_warns - used, "%s\n", msg);
+  size_t used = strlen(into);
+  snprintf(into + used, room - used, "%s\n", msg);
   pthread_mutex_unlock(&g_log_lock);
 }
 
@@ -821,23 +826,6 @@ static void *streams_main(void *arg) {
 
 static void run_ranks(int nranks, void *(*fn)(void *));
 
-/* Rank 0's two closing INFO lines (the stub's stats at closeColl). */
-static char g_closing[4096];
-static void closing_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
-                           const char *fmt, ...) {
-  (void)flags, (void)file, (void)line;
-  if (level != STRAND_LOG_INFO) return;
-  char msg[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (!strstr(msg, "rank 0/2 closing")) return;
-  pthread_mutex_lock(&g_log_lock);
-  size_t used = strlen(g_closing);
-  snprintf(g_closing + used, sizeof g_closing - used, "%s\n", msg);
-  pthread_mutex_unlock(&g_log_lock);
-}
 
 /* Two ranks' set-up: init with the given logger, listen, swap handles, connect, close the listener.
  * Returns the collComm (NULL after a failed CHECK). */
@@ -862,7 +850,7 @@ static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them
  * one at a time, 3 in flight at once, 3 of three chunks each. */
 static void *gaps_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *cc = pair_connect(rank, 80, closing_logger, &ctx);
+  void *ctx = NULL, *cc = pair_connect(rank, 80, capture_logger, &ctx);
   if (!cc) return NULL;
   size_t one = 460000, big = 3 * 524288 - 1000; /* floats: one 2 MiB chunk; three */
   size_t bytes = 3 * big * 4;
@@ -909,7 +897,7 @@ static void check_gaps(const char *what) {
   g_closing[0] = 0;
   strand_logger_t before = strand_log_get_logger();
   strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
-  strand_log_init(closing_logger); /* the mock net's init keeps none: the stub's lines come here */
+  strand_log_init(capture_logger); /* the mock net's init keeps none: the stub's lines come here */
   run_ranks(2, gaps_main);
   strand_log_init(before);
   strand_log_reload_env();
@@ -1057,7 +1045,7 @@ static void sleep_s(double s) {
  * would still be lucky now and then). */
 static void *idle_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *cc = pair_connect(rank, 82, closing_logger, &ctx);
+  void *ctx = NULL, *cc = pair_connect(rank, 82, capture_logger, &ctx);
   if (!cc) return NULL;
   size_t n = 4096;
   char *send = malloc(n * 4), *recv = malloc(n * 4 + 1), *exp = malloc(n * 4);
@@ -1243,7 +1231,7 @@ int main(void) {
   strand_params_reread_for_test();
   g_closing[0] = 0;
   strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
-  strand_log_init(closing_logger);
+  strand_log_init(capture_logger);
   run_ranks(2, idle_main);
   strand_log_init(before);
   strand_log_reload_env();
