@@ -9,7 +9,9 @@
  * with two SGE parts, several collectives in flight tested out of order, group sizes 1, 2, 3, 5,
  * registration rules, bad handles, properties. Mismatched collectives (the ranks of a buggy
  * application disagree on count, datatype, op, kind or window): every rank's call fails with
- * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too. */
+ * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too.
+ * With a progress thread (forced on for one case in every run): an idle collComm's thread sleeps
+ * (its context switches and CPU time read from /proc) and a call after an idle wakes it at once. */
 #include <dirent.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -1226,7 +1228,8 @@ int main(void) {
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 helper threads (split reductions), the gaps of a call\n", g_fail ? "FAIL" : "ok");
   /* The progress thread of an idle collComm sleeps, and wakes for the next call (in both runs). */
-  const char *mode_now = getenv("STRAND_COLLNET_PROGRESS");
+  mode = getenv("STRAND_COLLNET_PROGRESS"); /* copied: setenv may free it */
+  snprintf(mode_was, sizeof mode_was, "%s", mode ? mode : "");
   setenv("STRAND_COLLNET_PROGRESS", "thread", 1);
   strand_params_reread_for_test();
   g_closing[0] = 0;
@@ -1243,7 +1246,10 @@ int main(void) {
         rounds > 0 && still <= rounds && sleeps >= 3 && tests > 0,
         "the closing line of a threaded comm: no progress thread counts, or wrong ones:\n%s", g_closing);
   if (pl) printf("closing line of the idle test's rank 0: %.*s\n", (int)strcspn(pl, ";"), pl);
-  if (!mode_now) unsetenv("STRAND_COLLNET_PROGRESS");
+  if (mode)
+    setenv("STRAND_COLLNET_PROGRESS", mode_was, 1);
+  else
+    unsetenv("STRAND_COLLNET_PROGRESS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, an idle progress thread sleeps and wakes for the next call\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
