@@ -146,6 +146,9 @@ typedef struct {
   double t_busy, t_busy_since;   /* time with at least one collective in flight; since when */
   double t_coll;                 /* summed over collectives: issue -> test() reports done */
   uint64_t tests, tests_idle;    /* test() calls, and those in which nothing moved */
+  /* STRAND_COLLNET_PROGRESS=thread, where test() moves nothing and the progress thread does:
+   * its rounds, those in which nothing moved, and its sleeps for want of work (cs_coll.c) */
+  uint64_t prog_rounds, prog_rounds_idle, prog_sleeps;
   uint64_t chunks_direct;        /* all-reduce chunks sent from and received into user memory */
   uint64_t splits;               /* reductions cut into parts run by several helpers at once */
   /* Where an all-reduce call's time goes between its exchanges (the closing gaps line): summed
@@ -261,7 +264,11 @@ typedef struct cs_comm {
    * runs (prog_on, set at connect and cleared at close, both on NCCL's thread), every entry point
    * and every call into the net's comms holds `lock`; test() then only reports. */
   pthread_mutex_t lock;
+  /* The progress thread sleeps on this (with `lock`, on CLOCK_MONOTONIC) while no collective has
+   * a chunk left to move; a call that queues work, and closeColl, wake it. */
+  pthread_cond_t prog_wake;
   bool prog_on;
+  bool prog_ran;           /* a progress thread ran: the closing line counts its rounds */
   atomic_bool prog_stop;
   atomic_bool prog_failed; /* c->failed is set: test() must take the lock to report it */
   atomic_int lock_waiters;  /* NCCL-side callers in cs_lock: the thread lets them in first */

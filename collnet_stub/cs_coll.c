@@ -215,6 +215,9 @@ static void cs_enqueue(cs_comm_t *c, cs_req_t *r, void **request) {
   c->tail = r;
   c->inflight++;
   *request = r;
+  /* every issuing call queues here, under the lock: a progress thread asleep for want of work
+   * (cs_progress_main) cannot miss it */
+  if (c->prog_on) pthread_cond_signal(&c->prog_wake);
 }
 
 /* Rank j's block [j*bpr, (j+1)*bpr) of the logical nranks x bpr buffer, inside the window
@@ -393,40 +396,38 @@ static strand_result_t ireducescatter_locked(void *collComm, int nSendParts, str
   return STRAND_SUCCESS;
 }
 
-/* The issuing calls hold the comm's lock while a progress thread runs (it walks the same queue). */
+/* The issuing calls hold the comm's lock while a progress thread runs (it walks the same queue):
+ * each one returns its *_locked body, called under the lock. */
+#define CS_ISSUE_LOCKED(collComm, locked_call)                                                     \
+  do {                                                                                             \
+    cs_comm_t *c_ = cs_comm_of(collComm);                                                          \
+    cs_lock(c_);                                                                                   \
+    strand_result_t rc_ = (locked_call);                                                           \
+    cs_unlock(c_);                                                                                 \
+    return rc_;                                                                                    \
+  } while (0)
+
 strand_result_t cs_iallreduce(void *collComm, void *sendData, void *recvData, size_t count,
                               strand_datatype_t dataType, strand_redop_t redOp, void *sendMhandle,
                               void *recvMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = iallreduce_locked(collComm, sendData, recvData, count, dataType, redOp, sendMhandle,
-                                         recvMhandle, request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, iallreduce_locked(collComm, sendData, recvData, count, dataType, redOp,
+                                              sendMhandle, recvMhandle, request));
 }
 
 strand_result_t cs_iallgather(void *collComm, void *sendData, int nRecvParts, strand_sge_t *recvParts,
                               size_t bytesPerRank, size_t windowOffset, size_t windowBytes,
                               void *sendMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = iallgather_locked(collComm, sendData, nRecvParts, recvParts, bytesPerRank, windowOffset,
-                                         windowBytes, sendMhandle, request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, iallgather_locked(collComm, sendData, nRecvParts, recvParts, bytesPerRank,
+                                              windowOffset, windowBytes, sendMhandle, request));
 }
 
 strand_result_t cs_ireducescatter(void *collComm, int nSendParts, strand_sge_t *sendParts,
                                   void *recvData, size_t bytesPerRank, size_t windowOffset,
                                   size_t windowBytes, strand_datatype_t dataType,
                                   strand_redop_t redOp, void *recvMhandle, void **request) {
-  cs_comm_t *c = cs_comm_of(collComm);
-  cs_lock(c);
-  strand_result_t rc = ireducescatter_locked(collComm, nSendParts, sendParts, recvData, bytesPerRank,
-                                             windowOffset, windowBytes, dataType, redOp, recvMhandle,
-                                             request);
-  cs_unlock(c);
-  return rc;
+  CS_ISSUE_LOCKED(collComm, ireducescatter_locked(collComm, nSendParts, sendParts, recvData, bytesPerRank,
+                                                  windowOffset, windowBytes, dataType, redOp,
+                                                  recvMhandle, request));
 }
 
 /* Host memory only (ptrSupport = HOST): nothing is ever in flight towards a GPU. It touches no
@@ -1149,14 +1150,43 @@ static strand_result_t cs_progress(cs_comm_t *c, bool *moved) {
 
 /* ---- the progress thread (STRAND_COLLNET_PROGRESS=thread) ---- */
 
-/* Back-off when a round moved nothing: CS_PROG_SPINS rounds back to back, then rounds with a
- * sched_yield between them (other threads of the process, NCCL's proxy among them, get the core)
- * until CS_PROG_IDLE_S without progress, then naps of CS_PROG_NAP_NS (the net's exchanges take
- * hundreds of microseconds, so a few microseconds' nap costs little once nothing moves). */
+/* Back-off when a round moved nothing while a collective still has chunks to move: CS_PROG_SPINS
+ * rounds back to back, then rounds with a sched_yield between them (other threads of the process,
+ * NCCL's proxy among them, get the core) until CS_PROG_IDLE_S without progress, then naps of
+ * CS_PROG_NAP_NS (the net's exchanges take hundreds of microseconds, so a few microseconds' nap
+ * costs little once nothing moves). With nothing to move at all (no collective queued, or all of
+ * them done and waiting for test() to report them, or the comm failed) it sleeps on prog_wake
+ * instead: naps there would cost ~200k wake-ups a second on an idle job. That sleep is bounded by
+ * CS_PROG_SLEEP_NS only as a safety net; the issuing calls and closeColl signal it. */
 #define CS_PROG_SPINS 64
 #define CS_PROG_IDLE_S 50e-6
 #define CS_PROG_NAP_NS 5000L
+#define CS_PROG_SLEEP_NS 100000000L
 #define CS_PROG_HANDOFF_S 100e-6
+
+/* Whether a round could move anything: a collective with chunks not done, on a comm not failed.
+ * Under the lock. */
+static bool cs_has_work(const cs_comm_t *c) {
+  if (c->failed != STRAND_SUCCESS) return false;
+  for (const cs_req_t *r = c->head; r; r = r->next)
+    if (r->chunks_done < r->nchunks) return true;
+  return false;
+}
+
+/* Sleeps on prog_wake until signalled or CS_PROG_SLEEP_NS passed. Under the lock, which the wait
+ * releases meanwhile. */
+static void cs_progress_sleep(cs_comm_t *c) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_nsec += CS_PROG_SLEEP_NS;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+  }
+  c->stats.prog_sleeps++;
+  pthread_cond_timedwait(&c->prog_wake, &c->lock, &until); /* a timeout or a spurious wake: the
+                                                              caller's loop checks again */
+}
 
 static void *cs_progress_main(void *arg) {
   cs_comm_t *c = arg;
@@ -1165,12 +1195,20 @@ static void *cs_progress_main(void *arg) {
   int idle = 0;
   double idle_since = 0;
   while (!atomic_load_explicit(&c->prog_stop, memory_order_acquire)) {
-    bool moved = false;
+    bool moved = false, slept = false;
     pthread_mutex_lock(&c->lock);
     if (c->failed == STRAND_SUCCESS) {
       strand_result_t rc = cs_progress(c, &moved);
       if (rc != STRAND_SUCCESS) c->failed = rc; /* sticky: test() reports it */
       if (c->failed != STRAND_SUCCESS) atomic_store_explicit(&c->prog_failed, true, memory_order_release);
+      c->stats.prog_rounds++;
+      c->stats.prog_rounds_idle += !moved;
+    }
+    /* Checked under the lock that an issuing call holds to queue and signal: no wake-up is lost.
+     * The stop flag too, as closeColl signals under the lock after setting it. */
+    if (!moved && !cs_has_work(c) && !atomic_load_explicit(&c->prog_stop, memory_order_acquire)) {
+      cs_progress_sleep(c);
+      slept = true;
     }
     pthread_mutex_unlock(&c->lock);
     /* A mutex is not fair: relocking at once could keep an issuing call or a regMr waiting for
@@ -1180,7 +1218,7 @@ static void *cs_progress_main(void *arg) {
       while (atomic_load_explicit(&c->lock_waiters, memory_order_relaxed) > 0 && strand_now_s() < until)
         sched_yield();
     }
-    if (moved) {
+    if (moved || slept) { /* after a sleep, work just queued: back to back rounds first */
       idle = 0;
       continue;
     }
@@ -1202,22 +1240,41 @@ strand_result_t cs_progress_start(cs_comm_t *c) {
   if (strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, &mode) != STRAND_SUCCESS)
     return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
   if (strcmp(mode, "thread") != 0) return STRAND_SUCCESS;
-  atomic_store_explicit(&c->prog_stop, false, memory_order_relaxed);
-  int err = pthread_create(&c->prog, NULL, cs_progress_main, c);
+  pthread_condattr_t ca;
+  int err = pthread_condattr_init(&ca);
+  if (!err) err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* sleeps immune to clock steps */
+  if (!err) err = pthread_cond_init(&c->prog_wake, &ca);
+  if (!err) pthread_condattr_destroy(&ca);
   if (err) {
+    STRAND_WARN("collnet_stub connect(rank %d/%d): cannot set up the progress thread's condition "
+                "variable (error %d)", c->rank, c->nranks, err);
+    return STRAND_SYSTEM_ERROR;
+  }
+  atomic_store_explicit(&c->prog_stop, false, memory_order_relaxed);
+  c->prog_on = true; /* before the thread exists: the issuing calls see it only after connect */
+  err = pthread_create(&c->prog, NULL, cs_progress_main, c);
+  if (err) {
+    c->prog_on = false;
+    pthread_cond_destroy(&c->prog_wake);
     STRAND_WARN("collnet_stub connect(rank %d/%d): cannot start the progress thread (error %d); unset "
                 "STRAND_COLLNET_PROGRESS to progress on NCCL's proxy thread", c->rank, c->nranks, err);
     return STRAND_SYSTEM_ERROR;
   }
   pthread_setname_np(c->prog, "strand-cs-prog");
-  c->prog_on = true;
+  c->prog_ran = true;
   return STRAND_SUCCESS;
 }
 
 void cs_progress_stop(cs_comm_t *c) {
   if (!c->prog_on) return;
   atomic_store_explicit(&c->prog_stop, true, memory_order_release);
+  /* under the lock: the thread checks the flag under it before sleeping, so it either sees the
+   * flag or is asleep and gets the signal */
+  pthread_mutex_lock(&c->lock);
+  pthread_cond_signal(&c->prog_wake);
+  pthread_mutex_unlock(&c->lock);
   pthread_join(c->prog, NULL); /* it sees the flag within one cs_progress round or one nap */
+  pthread_cond_destroy(&c->prog_wake);
   c->prog_on = false;
 }
 
@@ -1315,21 +1372,30 @@ void cs_coll_report_stats(const cs_comm_t *c) {
   if (!st->colls) return;
   double active = st->t_busy;
   double pct = active > 0 ? 100.0 / active : 0;
+  /* Who moved the chunks: test() calls on NCCL's proxy thread, or the progress thread's rounds
+   * (test() then only reports, so its idle count would say nothing). */
+  char movers[200];
+  if (c->prog_ran)
+    snprintf(movers, sizeof movers, "progress thread: %llu rounds, %llu of them moved nothing, %llu "
+             "sleeps with nothing to move; %llu test() calls (report only)",
+             (unsigned long long)st->prog_rounds, (unsigned long long)st->prog_rounds_idle,
+             (unsigned long long)st->prog_sleeps, (unsigned long long)st->tests);
+  else
+    snprintf(movers, sizeof movers, "%llu test() calls, %llu of them moved nothing",
+             (unsigned long long)st->tests, (unsigned long long)st->tests_idle);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d closing: %llu collectives, %.1f MiB in %llu chunks of up to "
               "%zu-byte blocks in %.3f s with collectives in flight (%.2f GB/s of user data); %.2f "
               "collectives in flight on average, %.1f us each from issue to done; CPU time in staging "
               "copies %.3f s (%.0f%%), in reductions %.3f s (%.0f%%); %llu exchanges of %.1f us each "
-              "on average (first post to complete; up to %d chunks in flight); %llu test() calls, "
-              "%llu of them moved nothing; %llu chunks sent from and received into registered user "
-              "memory (no staging); %llu reductions split over helpers; %d streams",
+              "on average (first post to complete; up to %d chunks in flight); %s; %llu chunks sent "
+              "from and received into registered user memory (no staging); %llu reductions split over helpers; %d streams",
               c->rank, c->nranks, (unsigned long long)st->colls, (double)st->bytes / (1 << 20),
               (unsigned long long)st->chunks, c->block, active,
               active > 0 ? (double)st->bytes / active / 1e9 : 0.0, active > 0 ? st->t_coll / active : 0.0,
               st->t_coll / (double)st->colls * 1e6, st->t_copy, st->t_copy * pct,
               st->t_reduce, st->t_reduce * pct, (unsigned long long)st->exchanges,
-              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots,
-              (unsigned long long)st->tests, (unsigned long long)st->tests_idle,
+              st->exchanges ? st->t_exchange / (double)st->exchanges * 1e6 : 0.0, c->nslots, movers,
               (unsigned long long)st->chunks_direct, (unsigned long long)st->splits, c->nstreams);
   /* A second line: one message holds at most STRAND_LOG_MAX_MESSAGE bytes. Means in microseconds;
    * the chain (issue .. done) adds up to the mean all-reduce call time printed at its end. */

@@ -9,13 +9,17 @@
  * with two SGE parts, several collectives in flight tested out of order, group sizes 1, 2, 3, 5,
  * registration rules, bad handles, properties. Mismatched collectives (the ranks of a buggy
  * application disagree on count, datatype, op, kind or window): every rank's call fails with
- * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too. */
+ * STRAND_INVALID_USAGE and a WARN naming both sides, none reports done, later calls fail too.
+ * With a progress thread (forced on for one case in every run): an idle collComm's thread sleeps
+ * (its context switches and CPU time read from /proc) and a call after an idle wakes it at once. */
+#include <dirent.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "strand/collnet_stub.h"
 #include "strand/log.h"
@@ -640,21 +644,26 @@ static void *rank_main(void *arg) {
 
 /* ------------------------------------------------------------------------- mismatched calls */
 
-/* The WARNs of the stub, kept so that a case can check they name both sides. */
+/* What the tests read back of the stub's log: its WARNs (a case checks they name both sides), and
+ * rank 0's two closing INFO lines in a two-rank group (its stats at closeColl). */
 static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_warns[8192];
+static char g_closing[4096];
 static void capture_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
                            const char *fmt, ...) {
   (void)flags, (void)file, (void)line;
-  if (level != STRAND_LOG_WARN) return;
-  char msg[1024];
+  if (level != STRAND_LOG_WARN && level != STRAND_LOG_INFO) return;
+  char msg[1200];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  char *into = level == STRAND_LOG_WARN ? g_warns : g_closing;
+  size_t room = level == STRAND_LOG_WARN ? sizeof g_warns : sizeof g_closing;
+  if (level == STRAND_LOG_INFO && !strstr(msg, "rank 0/2 closing")) return;
   pthread_mutex_lock(&g_log_lock);
-  size_t used = strlen(g_warns);
-  snprintf(g_warns + used, sizeof g_warns - used, "%s\n", msg);
+  size_t used = strlen(into);
+  snprintf(into + used, room - used, "%s\n", msg);
   pthread_mutex_unlock(&g_log_lock);
 }
 
@@ -819,23 +828,6 @@ static void *streams_main(void *arg) {
 
 static void run_ranks(int nranks, void *(*fn)(void *));
 
-/* Rank 0's two closing INFO lines (the stub's stats at closeColl). */
-static char g_closing[4096];
-static void closing_logger(strand_log_level_t level, unsigned long flags, const char *file, int line,
-                           const char *fmt, ...) {
-  (void)flags, (void)file, (void)line;
-  if (level != STRAND_LOG_INFO) return;
-  char msg[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (!strstr(msg, "rank 0/2 closing")) return;
-  pthread_mutex_lock(&g_log_lock);
-  size_t used = strlen(g_closing);
-  snprintf(g_closing + used, sizeof g_closing - used, "%s\n", msg);
-  pthread_mutex_unlock(&g_log_lock);
-}
 
 /* Two ranks' set-up: init with the given logger, listen, swap handles, connect, close the listener.
  * Returns the collComm (NULL after a failed CHECK). */
@@ -860,7 +852,7 @@ static double g_wall_s; /* rank 0's calls, issue to done, as this test sees them
  * one at a time, 3 in flight at once, 3 of three chunks each. */
 static void *gaps_main(void *arg) {
   int rank = (int)(intptr_t)arg;
-  void *ctx = NULL, *cc = pair_connect(rank, 80, closing_logger, &ctx);
+  void *ctx = NULL, *cc = pair_connect(rank, 80, capture_logger, &ctx);
   if (!cc) return NULL;
   size_t one = 460000, big = 3 * 524288 - 1000; /* floats: one 2 MiB chunk; three */
   size_t bytes = 3 * big * 4;
@@ -907,7 +899,7 @@ static void check_gaps(const char *what) {
   g_closing[0] = 0;
   strand_logger_t before = strand_log_get_logger();
   strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
-  strand_log_init(closing_logger); /* the mock net's init keeps none: the stub's lines come here */
+  strand_log_init(capture_logger); /* the mock net's init keeps none: the stub's lines come here */
   run_ranks(2, gaps_main);
   strand_log_init(before);
   strand_log_reload_env();
@@ -948,6 +940,14 @@ static void check_gaps(const char *what) {
   bool threaded = mode && !strcmp(mode, "thread");
   CHECK(every > 0 && most >= every && (inside > 0 || (threaded && inside >= 0)), "%s: test() interval %.1f us (max %.1f), inside %.1f:\n%s",
         what, every, most, inside, g_closing);
+  /* who moved the chunks: the progress thread's rounds, or test() calls that can move nothing */
+  unsigned long long n1 = 0, n2 = 0;
+  const char *mv = strstr(l1, "chunks in flight); ");
+  bool parsed = mv && sscanf(mv, threaded ? "chunks in flight); progress thread: %llu rounds, %llu of them moved nothing"
+                                          : "chunks in flight); %llu test() calls, %llu of them moved nothing",
+                             &n1, &n2) == 2;
+  CHECK(parsed && n1 > 0 && n2 <= n1, "%s: the closing line's %s counts are missing or wrong:\n%s", what,
+        threaded ? "progress thread" : "test()", g_closing);
 }
 
 /* Close with collectives issued and never tested: closeColl returns (a progress thread, if any,
@@ -984,6 +984,119 @@ static void *close_inflight_main(void *arg) {
   CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
   free(send);
   free(recv);
+  return NULL;
+}
+
+/* ------------------------------------------------------- the progress thread when idle */
+
+/* The task ids of this process's collComm progress threads (named strand-cs-prog). */
+static int prog_tids(int *tids, int max) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* a thread that just ended */
+    if (fgets(comm, sizeof comm, f) && !strncmp(comm, "strand-cs-prog", 14)) tids[n++] = atoi(e->d_name);
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* A task's CPU time (utime + stime, clock ticks) and context switches (voluntary and not: how
+ * often it went to sleep or was woken); false when /proc cannot say. */
+static bool task_usage(int tid, long *ticks, long *switches) {
+  char path[64], line[1024];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  const char *p = ok ? strrchr(line, ')') : NULL; /* the name may hold spaces */
+  unsigned long ut = 0, st = 0;
+  if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return false;
+  *ticks = (long)(ut + st);
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  if (!(f = fopen(path, "r"))) return false;
+  long v = -1, nv = -1;
+  while (fgets(line, sizeof line, f)) {
+    sscanf(line, "voluntary_ctxt_switches: %ld", &v);
+    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &nv);
+  }
+  fclose(f);
+  *switches = v + nv;
+  return v >= 0 && nv >= 0;
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+#define IDLE_S 0.3
+/* Two ranks with a progress thread each (main sets STRAND_COLLNET_PROGRESS=thread), connected and
+ * idle for IDLE_S: each thread sleeps instead of napping (a few wake-ups from its bounded wait,
+ * next to no CPU), and a call issued after a long idle completes promptly, well inside the
+ * sleep's 100 ms bound (so the issuing call woke the thread; 3 times, since a missing wake-up
+ * would still be lucky now and then). */
+static void *idle_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *cc = pair_connect(rank, 82, capture_logger, &ctx);
+  if (!cc) return NULL;
+  size_t n = 4096;
+  char *send = malloc(n * 4), *recv = malloc(n * 4 + 1), *exp = malloc(n * 4);
+  void *smh = NULL, *rmh = NULL;
+  CHECK(T->regMr(cc, send, n * 4, STRAND_PTR_HOST, &smh) == STRAND_SUCCESS, "regMr");
+  CHECK(T->regMr(cc, recv, n * 4 + 1, STRAND_PTR_HOST, &rmh) == STRAND_SUCCESS, "regMr");
+  allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, n, 1, false);
+  pthread_barrier_wait(&g_bar);
+  int tids[4], nt = 0;
+  long t0[4], s0[4];
+  if (rank == 0) {
+    nt = prog_tids(tids, 4);
+    CHECK(nt == 2, "%d progress threads found (want one per rank's collComm)", nt);
+    for (int i = 0; i < nt; i++) CHECK(task_usage(tids[i], &t0[i], &s0[i]), "/proc usage of task %d", tids[i]);
+  }
+  sleep_s(IDLE_S);
+  if (rank == 0) {
+    long hz = sysconf(_SC_CLK_TCK);
+    for (int i = 0; i < nt; i++) {
+      long t1 = 0, s1 = 0;
+      CHECK(task_usage(tids[i], &t1, &s1), "/proc usage of task %d", tids[i]);
+      double cpu = (double)(t1 - t0[i]) / (double)hz;
+      printf("idle progress thread %d: %.3f s CPU, %ld context switches in %.1f s\n", tids[i], cpu,
+             s1 - s0[i], IDLE_S);
+      /* a napping thread: ~1e5 switches and a good part of a core; a sleeping one: ~IDLE_S / 0.1 */
+      CHECK(s1 - s0[i] < 50 && cpu <= 0.03, "idle progress thread %d: %ld context switches and %.3f s "
+            "CPU in %.1f s (want it asleep)", tids[i], s1 - s0[i], cpu, IDLE_S);
+    }
+  }
+  for (int k = 0; k < 3; k++) {
+    pthread_barrier_wait(&g_bar);
+    sleep_s(0.11); /* past one whole 100 ms bounded sleep: without the wake-up, ~90 ms late */
+    double took = allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, n, 2 + k, false);
+    CHECK(took > 0 && took < 0.05, "rank %d: an all-reduce after 110 ms idle took %.1f ms (want < 50: "
+          "the call wakes the progress thread)", rank, took * 1e3);
+    if (rank == 0) printf("all-reduce after 110 ms idle: %.2f ms\n", took * 1e3);
+  }
+  T->deregMr(cc, smh);
+  T->deregMr(cc, rmh);
+  pthread_barrier_wait(&g_bar);
+  double c0 = test_now_s();
+  CHECK(T->closeColl(cc) == STRAND_SUCCESS, "closeColl");
+  double took = test_now_s() - c0;
+  CHECK(took < 0.05, "rank %d: closeColl of an idle collComm took %.1f ms (the sleeping thread must be "
+        "woken, not waited for)", rank, took * 1e3);
+  CHECK(T->finalize(ctx) == STRAND_SUCCESS, "finalize");
+  free(send);
+  free(recv);
+  free(exp);
   return NULL;
 }
 
@@ -1114,5 +1227,30 @@ int main(void) {
   unsetenv("STRAND_COLLNET_THREADS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 helper threads (split reductions), the gaps of a call\n", g_fail ? "FAIL" : "ok");
+  /* The progress thread of an idle collComm sleeps, and wakes for the next call (in both runs). */
+  mode = getenv("STRAND_COLLNET_PROGRESS"); /* copied: setenv may free it */
+  snprintf(mode_was, sizeof mode_was, "%s", mode ? mode : "");
+  setenv("STRAND_COLLNET_PROGRESS", "thread", 1);
+  strand_params_reread_for_test();
+  g_closing[0] = 0;
+  strand_log_set_filter(STRAND_LOG_INFO, STRAND_SUBSYS_ALL);
+  strand_log_init(capture_logger);
+  run_ranks(2, idle_main);
+  strand_log_init(before);
+  strand_log_reload_env();
+  /* the closing line counts the thread's rounds and its sleeps (>= 3 in the 0.3 s idle alone) */
+  unsigned long long rounds = 0, still = 0, sleeps = 0, tests = 0;
+  const char *pl = strstr(g_closing, "progress thread: ");
+  CHECK(pl && sscanf(pl, "progress thread: %llu rounds, %llu of them moved nothing, %llu sleeps with "
+                     "nothing to move; %llu test() calls (report only)", &rounds, &still, &sleeps, &tests) == 4 &&
+        rounds > 0 && still <= rounds && sleeps >= 3 && tests > 0,
+        "the closing line of a threaded comm: no progress thread counts, or wrong ones:\n%s", g_closing);
+  if (pl) printf("closing line of the idle test's rank 0: %.*s\n", (int)strcspn(pl, ";"), pl);
+  if (mode)
+    setenv("STRAND_COLLNET_PROGRESS", mode_was, 1);
+  else
+    unsetenv("STRAND_COLLNET_PROGRESS");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, an idle progress thread sleeps and wakes for the next call\n", g_fail ? "FAIL" : "ok");
   return g_fail ? 1 : 0;
 }
