@@ -52,6 +52,7 @@
 #include "strand/net_layer.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
+#include "strand/topo.h"
 
 enum { CS_ALLREDUCE, CS_ALLGATHER, CS_REDUCESCATTER };
 enum { CS_PH_RS = 0, CS_PH_AG = 1 };
@@ -1235,11 +1236,17 @@ static void *cs_progress_main(void *arg) {
   return NULL;
 }
 
+bool cs_progress_wants_thread(const char *mode, int ncpus) {
+  if (strcmp(mode, "thread") == 0) return true;
+  if (strcmp(mode, "auto") == 0) return ncpus >= CS_PROG_THREAD_MIN_CPUS;
+  return false;
+}
+
 strand_result_t cs_progress_start(cs_comm_t *c) {
-  const char *mode = "proxy";
+  const char *mode = "auto";
   if (strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, &mode) != STRAND_SUCCESS)
     return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
-  if (strcmp(mode, "thread") != 0) return STRAND_SUCCESS;
+  if (!cs_progress_wants_thread(mode, strand_topo_num_cpus())) return STRAND_SUCCESS;
   pthread_condattr_t ca;
   int err = pthread_condattr_init(&ca);
   if (!err) err = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* sleeps immune to clock steps */

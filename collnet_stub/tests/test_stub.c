@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "strand/collnet_stub.h"
+#include "../cs.h" /* cs_progress_wants_thread, CS_PROG_THREAD_MIN_CPUS: the auto rule */
 #include "strand/log.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
@@ -1145,8 +1146,14 @@ int main(void) {
     unsetenv("STRAND_COLLNET_PROGRESS");
   strand_params_reread_for_test();
   g_warns[0] = 0;
-  printf("%s: progress mode %s; a bad STRAND_COLLNET_PROGRESS fails init\n", g_fail ? "FAIL" : "ok",
-         mode ? mode : "proxy (default)");
+  /* auto (the default) = a progress thread from CS_PROG_THREAD_MIN_CPUS online CPUs (CI's 2 get none) */
+  CHECK(!cs_progress_wants_thread("auto", 2) && !cs_progress_wants_thread("auto", CS_PROG_THREAD_MIN_CPUS - 1) &&
+            cs_progress_wants_thread("auto", CS_PROG_THREAD_MIN_CPUS) && cs_progress_wants_thread("auto", 64),
+        "auto: proxy below %d CPUs, a thread from there", CS_PROG_THREAD_MIN_CPUS);
+  CHECK(cs_progress_wants_thread("thread", 1) && !cs_progress_wants_thread("proxy", 64),
+        "thread and proxy are what they say whatever the CPU count");
+  printf("%s: progress mode %s; a bad STRAND_COLLNET_PROGRESS fails init; auto picks by CPU count\n",
+         g_fail ? "FAIL" : "ok", mode ? mode : "auto (default)");
   strand_log_init(before);
   setenv("NCCL_COLLNET_ENABLE", "1", 1);
   CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");
