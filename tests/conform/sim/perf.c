@@ -14,6 +14,8 @@
  *   latency    ping-pong; half the round trip, median and 99th percentile. The reference polls
  *              send/recv on one connection in the calling thread.
  *   depth-sweep  bw-uni at one size for depth 1, 2, 4, ... 32 (v6: 8).
+ *   collnet-allreduce  (--collnet) CollNet all-reduce calls in flight, NCCL's CollNet proxy
+ *              shape, against the same bytes through the net plugin (perf_collnet.c).
  *
  * This file: options, the per-check context and its table / JSON output, the checks and
  * `strand-conform perf`. The loops themselves are in perf_loop.c (perf.h), the CollNet table
