@@ -260,7 +260,7 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
            "completed (2-rank reduce-scatter + all-gather), %d calls in flight", w);
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
-           "print at each collComm's close (-v)");
+           "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
   perf_json(&P, ",\"collnet_reference\":\"net\",\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
             "\"rows\":[", w);
   perf_out(&P, "# %12s %6s %10s %11s %12s | %10s %12s %15s %7s", "size(B)", "window", "count",
