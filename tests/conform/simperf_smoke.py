@@ -7,6 +7,10 @@
   simperf_smoke.py --conform EXE perf PLUGIN
       perf with tiny sizes runs, prints a sane table and writes sane JSON. No timing is asserted:
       perf is a benchmark, the test only checks that it works.
+  simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce]
+      perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
+      thread and on its own (STRAND_COLLNET_PROGRESS=thread); with --expect-fail, the table must
+      fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
 """
 import argparse
 import json
@@ -148,6 +152,54 @@ def cmd_perf(a, extra):
     return 0
 
 
+def cmd_perf_collnet(a, extra):
+    cid = "perf.collnet-allreduce"
+    for progress in ([None] if a.expect_fail else [None, "thread"]):
+        env = dict(os.environ)
+        env.pop("STRAND_COLLNET_PROGRESS", None)
+        if progress:
+            env["STRAND_COLLNET_PROGRESS"] = progress
+        with tempfile.TemporaryDirectory() as d:
+            js = os.path.join(d, "perf.json")
+            cmd = [a.conform, "perf", "--collnet", "--only", cid, "--collnet-bytes", "256K",
+                   "--time", "0.05", "--json", js] + extra + [a.plugin]
+            print("STRAND_COLLNET_PROGRESS=%s" % (progress or "(unset)"))
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=120, env=env)
+            print("$ " + " ".join(cmd))
+            print(p.stdout)
+            rc, out = p.returncode, p.stdout
+            if not last_line_ok(out):
+                return fail("the last line is not 'N passed, N failed, N skipped'")
+            status = re.search(r"^(PASS|FAIL|SKIP)\s+v\d+\s+" + re.escape(cid) + r"\s", out, re.M)
+            if not status:
+                return fail("no %s row in the report" % cid)
+            if a.expect_fail:
+                if status.group(1) != "FAIL" or rc == 0:
+                    return fail("corrupted all-reduce data did not fail %s (row %s, exit %d)"
+                                % (cid, status.group(1), rc))
+                if "differs from the sum of every rank's data" not in out:
+                    return fail("the failure does not say that the data differs")
+                continue
+            if rc != 0 or status.group(1) != "PASS":
+                return fail("perf --collnet exited with %d, row %s" % (rc, status.group(1)))
+            rows = re.findall(r"^\s+262144\s+8(\s+[\d.]+){3}\s+\|(\s+[\d.]+){4}\s*$", out, re.M)
+            if len(rows) != 1:
+                return fail("expected one table row of 262144 bytes, window 8, with reference columns")
+            with open(js) as f:
+                doc = json.load(f)
+            t = [t for t in doc["tables"] if t["id"] == cid]
+            if len(t) != 1 or [r["bytes"] for r in t[0]["rows"]] != [262144]:
+                return fail("JSON lacks the %s table with one 262144-byte row" % cid)
+            r = t[0]["rows"][0]
+            for k in ("window", "count", "time_us", "algbw_gbps", "ref_count", "ref_time_us",
+                      "ref_algbw_gbps", "ratio"):
+                if k not in r or not math.isfinite(r[k]) or r[k] <= 0:
+                    return fail("JSON row: %s missing or not positive: %s" % (k, r))
+    print("ok")
+    return 0
+
+
 def fail(msg):
     print("FAIL: " + msg)
     return 1
@@ -162,9 +214,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conform", required=True)
     ap.add_argument("--expect-fail")
-    ap.add_argument("mode", choices=["sim", "perf"])
+    ap.add_argument("mode", choices=["sim", "perf", "perf-collnet"])
     ap.add_argument("plugin")
     a = ap.parse_args(argv)
+    if a.mode == "perf-collnet":
+        return cmd_perf_collnet(a, extra)
     return cmd_sim(a, extra) if a.mode == "sim" else cmd_perf(a, extra)
 
 

@@ -19,19 +19,12 @@
 #define SIM_CN_STEPS 8
 #define SIM_CN_CHUNK ((size_t)100 * 1024)
 
-typedef struct {
-  void *ctx, *lc, *cc;
-  bool inited;
-  unsigned char *shared; /* [send slots | recv slots] */
-  void *mh_send, *mh_recv;
-} sim_cn_t;
-
 static unsigned char *sim_cn_send_slot(sim_cn_t *s, size_t u) { return s->shared + (u % SIM_CN_STEPS) * SIM_CN_CHUNK; }
 static unsigned char *sim_cn_recv_slot(sim_cn_t *s, size_t u) {
   return s->shared + (SIM_CN_STEPS + u % SIM_CN_STEPS) * SIM_CN_CHUNK;
 }
 
-static void sim_cn_close(conform_ctx_t *c, sim_cn_t *s) {
+void sim_cn_close(conform_ctx_t *c, sim_cn_t *s) {
   const strand_collnet_v12_t *t = c->collnet;
   if (s->cc) {
     if (s->mh_send) t->deregMr(s->cc, s->mh_send);
@@ -46,7 +39,7 @@ static void sim_cn_close(conform_ctx_t *c, sim_cn_t *s) {
 }
 
 /* init, listen, handles in rank order, connect, closeListen, the shared buffer registered twice. */
-static int sim_cn_open(conform_ctx_t *c, sim_cn_t *s) {
+int sim_cn_open(conform_ctx_t *c, sim_cn_t *s, size_t bytes) {
   const strand_collnet_v12_t *t = c->collnet;
   memset(s, 0, sizeof *s);
   conform_phase(c, "collnet init");
@@ -73,9 +66,9 @@ static int sim_cn_open(conform_ctx_t *c, sim_cn_t *s) {
     return conform_fail(c, "CollNet connect of %d ranks returned %s", c->nranks, conform_result_str(r)), -1;
   t->closeListen(s->lc);
   s->lc = NULL;
-  size_t bytes = 2 * SIM_CN_STEPS * SIM_CN_CHUNK;
   s->shared = malloc(bytes);
-  if (!s->shared) return conform_fail(c, "out of memory"), -1;
+  if (!s->shared) return conform_fail(c, "out of memory for a %zu-byte shared buffer", bytes), -1;
+  memset(s->shared, 0, bytes); /* pages faulted in before anything is timed */
   conform_phase(c, "collnet regMr of the shared buffer (send and recv connector)");
   if (t->regMr(s->cc, s->shared, bytes, STRAND_PTR_HOST, &s->mh_send) != STRAND_SUCCESS ||
       t->regMr(s->cc, s->shared, bytes, STRAND_PTR_HOST, &s->mh_recv) != STRAND_SUCCESS)
@@ -84,8 +77,7 @@ static int sim_cn_open(conform_ctx_t *c, sim_cn_t *s) {
   return 0;
 }
 
-/* Values whose sums are exact in every type used here, whatever the order. */
-static void sim_cn_gen(strand_datatype_t t, int rank, void *buf, size_t count, uint64_t salt) {
+void sim_cn_gen(strand_datatype_t t, int rank, void *buf, size_t count, uint64_t salt) {
   for (size_t i = 0; i < count; i++) {
     uint64_t h = sim_hash3((uint64_t)rank, salt, i);
     double v = (double)((int)(h % 7) - 3);
@@ -96,7 +88,7 @@ static void sim_cn_gen(strand_datatype_t t, int rank, void *buf, size_t count, u
   }
 }
 
-static void sim_cn_expected(strand_datatype_t t, int nranks, void *out, void *tmp, size_t count, uint64_t salt) {
+void sim_cn_expected(strand_datatype_t t, int nranks, void *out, void *tmp, size_t count, uint64_t salt) {
   sim_cn_gen(t, 0, out, count, salt);
   for (int r = 1; r < nranks; r++) {
     sim_cn_gen(t, r, tmp, count, salt);
@@ -212,7 +204,7 @@ static conform_status_t sim_cn_run(conform_ctx_t *c, sim_cn_kind_t kind) {
     conform_fail(c, "out of memory for %zu-byte buffers", bytes);
     goto out;
   }
-  if (sim_cn_open(c, &s)) goto close;
+  if (sim_cn_open(c, &s, 2 * SIM_CN_STEPS * SIM_CN_CHUNK)) goto close;
   for (int ti = 0; ti < ntypes && c->status != CONFORM_FAIL; ti++) {
     strand_datatype_t t = types[ti];
     int sup = 1;

@@ -14,9 +14,12 @@
  *   latency    ping-pong; half the round trip, median and 99th percentile. The reference polls
  *              send/recv on one connection in the calling thread.
  *   depth-sweep  bw-uni at one size for depth 1, 2, 4, ... 32 (v6: 8).
+ *   collnet-allreduce  (--collnet) CollNet all-reduce calls in flight, NCCL's CollNet proxy
+ *              shape, against the same bytes through the net plugin (perf_collnet.c).
  *
  * This file: options, the per-check context and its table / JSON output, the checks and
- * `strand-conform perf`. The loops themselves are in perf_loop.c (perf.h). */
+ * `strand-conform perf`. The loops themselves are in perf_loop.c (perf.h), the CollNet table
+ * (perf.collnet-allreduce, --collnet) in perf_collnet.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -29,27 +32,11 @@
 
 #include "perf.h"
 
-static struct {
-  size_t min_bytes, max_bytes;
-  int factor;
-  int depth;
-  bool depth_sweep;
-  size_t sweep_bytes;
-  int group;
-  bool ref_tcp;
-  int ref_streams;
-  const char *ref_addr;
-  const char *json_path;
-  const char *svg_path;
-  double time_per_size;
-  int dev;
-  bool no_lat, no_bi;
-  char json_parts[256]; /* rank 0's check children append their tables here */
-  char svg_parts[256];  /* ... and the points of --svg's chart here (perf_svg.c) */
-  char cmdline[1024];
-} perf_opts = {
+perf_opts_t perf_opts = {
   .min_bytes = 8, .max_bytes = (size_t)64 << 20, .factor = 2, .depth = 8,
   .sweep_bytes = (size_t)1 << 20, .group = 1, .ref_streams = 1, .time_per_size = 0.1,
+  .collnet_window = 8, .n_collnet_bytes = 3,
+  .collnet_bytes = {(size_t)256 << 10, (size_t)1 << 20, (size_t)2 << 20},
 };
 
 static int cmp_double(const void *a, const void *b) {
@@ -57,27 +44,9 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* ------------------------------------------------------------------ per-check context */
+/* ------------------------------------------------------------------ per-check context (perf.h) */
 
-typedef struct {
-  conform_ctx_t *c;
-  strand_props_v12_t props;
-  conform_link_t link;
-  bool link_open;
-  bufs_t B;
-  xp_t px, tx; /* plugin, raw TCP */
-  bool have_ref;
-  char ref_desc[160];
-  char ref_skip[300];
-  FILE *out;     /* rank 0 prints; NULL elsewhere */
-  char *json;    /* this table's JSON rows (rank 0) */
-  size_t json_len, json_cap;
-  perf_pts_t pts; /* this table's chart points (rank 0, --svg) */
-  int max_depth;
-} perf_t;
-
-static void out_line(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_line(perf_t *P, const char *fmt, ...) {
+void perf_out(perf_t *P, const char *fmt, ...) {
   if (!P->out) return;
   char line[512];
   va_list ap;
@@ -89,8 +58,7 @@ static void out_line(perf_t *P, const char *fmt, ...) {
   fflush(P->out);
 }
 
-static void json_add(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void json_add(perf_t *P, const char *fmt, ...) {
+void perf_json(perf_t *P, const char *fmt, ...) {
   if (!P->out || !perf_opts.json_parts[0]) return;
   va_list ap;
   for (;;) {
@@ -134,7 +102,7 @@ static const char *ref_streams_str(void) {
 }
 
 /* The table passed: its JSON and its chart points go to the parent's scratch files. */
-static void json_flush(perf_t *P) {
+void perf_json_flush(perf_t *P) {
   if (P->out && perf_opts.svg_parts[0]) perf_pts_flush(&P->pts, perf_opts.svg_parts, P->c->net->name);
   if (!P->out || !perf_opts.json_parts[0] || !P->json) return;
   int fd = open(perf_opts.json_parts, O_WRONLY | O_APPEND | O_CREAT, 0600);
@@ -151,17 +119,17 @@ static void json_flush(perf_t *P) {
   }
 }
 
-static void json_str(perf_t *P, const char *s) {
-  json_add(P, "\"");
+void perf_json_str(perf_t *P, const char *s) {
+  perf_json(P, "\"");
   for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') json_add(P, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) json_add(P, "\\u%04x", (unsigned char)*s);
-    else json_add(P, "%c", *s);
+    if (*s == '"' || *s == '\\') perf_json(P, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) perf_json(P, "\\u%04x", (unsigned char)*s);
+    else perf_json(P, "%c", *s);
   }
-  json_add(P, "\"");
+  perf_json(P, "\"");
 }
 
-static int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
+int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
   memset(P, 0, sizeof *P);
   P->c = c;
   P->out = c->rank == 0 ? stdout : NULL;
@@ -174,13 +142,19 @@ static int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
   P->link_open = true;
   size_t maxsz = perf_opts.max_bytes;
   if (!strcmp(id, "perf.depth-sweep")) maxsz = perf_opts.sweep_bytes;
+  bool collnet = !strcmp(id, "perf.collnet-allreduce");
+  if (collnet) { /* the net reference moves half a call per message (perf_collnet.c) */
+    maxsz = 0;
+    for (int i = 0; i < perf_opts.n_collnet_bytes; i++)
+      if (perf_opts.collnet_bytes[i] / 2 > maxsz) maxsz = perf_opts.collnet_bytes[i] / 2;
+  }
   if (perf_bufs_alloc(c, &P->B, maxsz, slots)) return -1;
   if (conform_reg(c, P->link.send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &P->px.smh) ||
       conform_reg(c, P->link.recv_comm, P->B.rarea, P->B.rarea_len, STRAND_PTR_HOST, &P->px.rmh))
     return -1;
   P->px.c = c;
   P->px.link = &P->link;
-  if (perf_opts.ref_tcp) {
+  if (perf_opts.ref_tcp && !collnet) { /* its reference is the net plugin itself */
     struct sockaddr_storage ss;
     char why[300] = "";
     int ok = rawtcp_local_addr(perf_opts.ref_addr, P->props.name, &ss, P->ref_desc,
@@ -213,7 +187,7 @@ static int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
   return 0;
 }
 
-static void perf_close(perf_t *P) {
+void perf_close(perf_t *P) {
   conform_ctx_t *c = P->c;
   if (P->tx.rt) rawtcp_close(P->tx.rt);
   if (P->link_open) {
@@ -226,32 +200,32 @@ static void perf_close(perf_t *P) {
   perf_pts_free(&P->pts);
 }
 
-static void header(perf_t *P, const char *id, const char *title) {
-  out_line(P, "#");
-  out_line(P, "# %s: %s", id, title);
-  out_line(P, "# plugin \"%s\" (ncclNetPlugin_v%d) device %d \"%s\" (speed %d Mbps, maxRecvs %d), "
+void perf_header(perf_t *P, const char *id, const char *title) {
+  perf_out(P, "#");
+  perf_out(P, "# %s: %s", id, title);
+  perf_out(P, "# plugin \"%s\" (ncclNetPlugin_v%d) device %d \"%s\" (speed %d Mbps, maxRecvs %d), "
            "rank 0 <-> rank 1", P->c->net->name ? P->c->net->name : "?", P->c->version,
            perf_opts.dev, P->props.name ? P->props.name : "?", P->props.speed, P->props.maxRecvs);
   if (P->have_ref)
-    out_line(P, "# reference: raw TCP, %d stream(s) per direction, %s (same sizes and depth)",
+    perf_out(P, "# reference: raw TCP, %d stream(s) per direction, %s (same sizes and depth)",
              perf_opts.ref_streams, P->ref_desc);
   else if (P->ref_skip[0])
-    out_line(P, "# %s", P->ref_skip);
-  json_add(P, "{\"id\":");
-  json_str(P, id);
-  json_add(P, ",\"title\":");
-  json_str(P, title);
-  json_add(P, ",\"plugin\":");
-  json_str(P, P->c->net->name);
-  json_add(P, ",\"abi\":%d,\"device\":%d,\"device_name\":", P->c->version, perf_opts.dev);
-  json_str(P, P->props.name);
-  json_add(P, ",\"reference\":");
+    perf_out(P, "# %s", P->ref_skip);
+  perf_json(P, "{\"id\":");
+  perf_json_str(P, id);
+  perf_json(P, ",\"title\":");
+  perf_json_str(P, title);
+  perf_json(P, ",\"plugin\":");
+  perf_json_str(P, P->c->net->name);
+  perf_json(P, ",\"abi\":%d,\"device\":%d,\"device_name\":", P->c->version, perf_opts.dev);
+  perf_json_str(P, P->props.name);
+  perf_json(P, ",\"reference\":");
   if (P->have_ref) {
-    json_add(P, "{\"kind\":\"tcp\",\"streams\":%d,\"address\":", perf_opts.ref_streams);
-    json_str(P, P->ref_desc);
-    json_add(P, "}");
+    perf_json(P, "{\"kind\":\"tcp\",\"streams\":%d,\"address\":", perf_opts.ref_streams);
+    perf_json_str(P, P->ref_desc);
+    perf_json(P, "}");
   } else {
-    json_add(P, "null");
+    perf_json(P, "null");
   }
 }
 
@@ -271,7 +245,7 @@ static int size_list(size_t *v, int cap, size_t lo, size_t hi) {
 /* Messages for the warm-up: the pipeline filled twice, and for small messages enough of them
  * (4 MiB, at most 2000) that the start-line skew between the ranks does not dominate the pace
  * estimate; at most ~64 MiB for large ones. */
-static long warm_groups(size_t size, int depth) {
+long perf_warm_groups(size_t size, int depth) {
   long w = 2L * depth;
   if (w < 4) w = 4;
   long small = size ? (long)(((size_t)4 << 20) / size) : 2000;
@@ -282,13 +256,13 @@ static long warm_groups(size_t size, int depth) {
 }
 
 /* Fewest timed messages: 16 MiB worth, between 5 and 2000. */
-static long min_groups(size_t size) {
+long perf_min_groups(size_t size) {
   long m = size ? (long)(((size_t)16 << 20) / size) : 2000;
   return m < 5 ? 5 : m > 2000 ? 2000 : m;
 }
 
 /* Rank 0 picks how many iterations fill --time at the warm-up's pace; everyone uses its value. */
-static int agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long hi, long *iters) {
+int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long hi, long *iters) {
   long mine = lo;
   if (warm_s > 0 && warm_n > 0) {
     double per = warm_s / (double)warm_n;
@@ -304,7 +278,7 @@ static int agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, lo
   return 0;
 }
 
-static int agree_max(conform_ctx_t *c, double *v) {
+int perf_agree_max(conform_ctx_t *c, double *v) {
   double all[2];
   if (conform_allgather(c, v, sizeof *v, all)) {
     conform_fail(c, "bootstrap: %s", c->bs_error);
@@ -327,15 +301,15 @@ static int bw_measure(perf_t *P, xp_t *x, bool bidir, size_t size, int n, int de
   char what[160], szs[32];
   snprintf(what, sizeof what, "perf %s bandwidth, %s, depth %d, n %d, %s", bidir ? "bi" : "uni",
            simperf_size_str(size, szs, sizeof szs), depth, n, x->tcp ? "raw TCP" : "plugin");
-  sp.groups = warm_groups(size * (size_t)n, depth);
+  sp.groups = perf_warm_groups(size * (size_t)n, depth);
   double t = 0;
   if (perf_bw_run(x, &P->B, &sp, what, &t)) return -1;
-  if (bidir && agree_max(c, &t)) return -1;
+  if (bidir && perf_agree_max(c, &t)) return -1;
   long iters;
-  if (agree_iters(c, t, sp.groups, min_groups(size * (size_t)n), 1000000, &iters)) return -1;
+  if (perf_agree_iters(c, t, sp.groups, perf_min_groups(size * (size_t)n), 1000000, &iters)) return -1;
   sp.groups = iters;
   if (perf_bw_run(x, &P->B, &sp, what, &t)) return -1;
-  if (bidir && agree_max(c, &t)) return -1;
+  if (bidir && perf_agree_max(c, &t)) return -1;
   long msgs = iters * n;
   res->count = msgs;
   res->time_us = t * 1e6 / (double)msgs;
@@ -358,7 +332,7 @@ static int lat_measure(perf_t *P, xp_t *x, size_t size, lat_res_t *res) {
   double total = 0;
   if (perf_lat_run(x, &P->B, size, warm, what, NULL, &total)) return -1;
   long iters;
-  if (agree_iters(c, total, warm, 5, 200000, &iters)) return -1;
+  if (perf_agree_iters(c, total, warm, 5, 200000, &iters)) return -1;
   double *half = calloc((size_t)iters, sizeof *half);
   if (!half) return conform_fail(c, "out of memory"), -1;
   if (perf_lat_run(x, &P->B, size, iters, what, half, NULL)) {
@@ -401,14 +375,14 @@ static conform_status_t perf_bw_table(conform_ctx_t *c, const char *id, bool bid
   snprintf(title, sizeof title, "%s bandwidth, depth %d%s%s", bidir ? "bidirectional" : "unidirectional",
            depth, n > 1 ? ", grouped receives n = " : "", "");
   if (n > 1) snprintf(title + strlen(title), sizeof title - strlen(title), "%d", n);
-  header(&P, id, title);
-  json_add(&P, ",\"direction\":\"%s\",\"depth\":%d,\"group\":%d,\"rows\":[", bidir ? "bi" : "uni",
+  perf_header(&P, id, title);
+  perf_json(&P, ",\"direction\":\"%s\",\"depth\":%d,\"group\":%d,\"rows\":[", bidir ? "bi" : "uni",
            depth, n);
   if (P.have_ref)
-    out_line(&P, "# %12s %10s %11s %12s | %12s %15s %7s", "size(B)", "count", "time(us)",
+    perf_out(&P, "# %12s %10s %11s %12s | %12s %15s %7s", "size(B)", "count", "time(us)",
              "algbw(GB/s)", "ref time(us)", "ref algbw(GB/s)", "ratio");
   else
-    out_line(&P, "# %12s %10s %11s %12s", "size(B)", "count", "time(us)", "algbw(GB/s)");
+    perf_out(&P, "# %12s %10s %11s %12s", "size(B)", "count", "time(us)", "algbw(GB/s)");
   size_t sizes[64];
   int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
   double peak = 0, peak_ref = 0;
@@ -425,10 +399,10 @@ static conform_status_t perf_bw_table(conform_ctx_t *c, const char *id, bool bid
     }
     double ratio = q.gbps > 0 ? r.gbps / q.gbps : 0;
     if (P.have_ref)
-      out_line(&P, "  %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", sizes[i], r.count,
+      perf_out(&P, "  %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", sizes[i], r.count,
                r.time_us, r.gbps, q.time_us, q.gbps, ratio);
     else
-      out_line(&P, "  %12zu %10ld %11.2f %12.3f", sizes[i], r.count, r.time_us, r.gbps);
+      perf_out(&P, "  %12zu %10ld %11.2f %12.3f", sizes[i], r.count, r.time_us, r.gbps);
     /* Chart: one line per table and transport; uni blue, bi orange, grouped green. */
     const char *kind = n > 1 ? "grouped" : bidir ? "bi" : "uni";
     int color = n > 1 ? 2 : bidir ? 1 : 0;
@@ -439,21 +413,21 @@ static conform_status_t perf_bw_table(conform_ctx_t *c, const char *id, bool bid
     if (P.have_ref)
       svg_pt(&P, 'b', color, true, (double)sizes[i], q.gbps, "raw TCP %s%s d%d (%s)", kind, gs,
              depth, ref_streams_str());
-    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f", i ? "," : "",
+    perf_json(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f", i ? "," : "",
              sizes[i], r.count, r.time_us, r.gbps);
     if (P.have_ref)
-      json_add(&P, ",\"ref_count\":%ld,\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f",
+      perf_json(&P, ",\"ref_count\":%ld,\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f",
                q.count, q.time_us, q.gbps, ratio);
-    json_add(&P, "}");
+    perf_json(&P, "}");
     if (r.gbps > peak) {
       peak = r.gbps;
       peak_size = sizes[i];
       peak_ref = q.gbps;
     }
   }
-  json_add(&P, "]}");
+  perf_json(&P, "]}");
   if (st == CONFORM_PASS) {
-    json_flush(&P);
+    perf_json_flush(&P);
     char szs[32];
     conform_note(c, "peak %.3f GB/s at %s", peak, simperf_size_str(peak_size, szs, sizeof szs));
     if (P.have_ref)
@@ -478,13 +452,13 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
     return CONFORM_FAIL;
   }
   conform_status_t st = CONFORM_PASS;
-  header(&P, "perf.latency", "ping-pong latency, half round trip");
-  json_add(&P, ",\"rows\":[");
+  perf_header(&P, "perf.latency", "ping-pong latency, half round trip");
+  perf_json(&P, ",\"rows\":[");
   if (P.have_ref)
-    out_line(&P, "# %12s %10s %10s %10s %10s | %11s %11s %11s %7s", "size(B)", "count", "p50(us)",
+    perf_out(&P, "# %12s %10s %10s %10s %10s | %11s %11s %11s %7s", "size(B)", "count", "p50(us)",
              "p99(us)", "max(us)", "ref p50(us)", "ref p99(us)", "ref max(us)", "ratio");
   else
-    out_line(&P, "# %12s %10s %10s %10s %10s", "size(B)", "count", "p50(us)", "p99(us)", "max(us)");
+    perf_out(&P, "# %12s %10s %10s %10s %10s", "size(B)", "count", "p50(us)", "p99(us)", "max(us)");
   size_t sizes[64];
   int ns = size_list(sizes, 64, perf_opts.min_bytes, perf_opts.max_bytes);
   lat_res_t first = {0}, first_ref = {0};
@@ -510,26 +484,26 @@ static conform_status_t perf_latency(conform_ctx_t *c) {
     if (lat_outlier(&q)) strcat(mark, "  !ref");
     if (lat_outlier(&r)) outliers++;
     if (P.have_ref)
-      out_line(&P, "  %12zu %10ld %10.2f %10.2f %10.2f | %11.2f %11.2f %11.2f %7.2f%s", sizes[i], r.count,
+      perf_out(&P, "  %12zu %10ld %10.2f %10.2f %10.2f | %11.2f %11.2f %11.2f %7.2f%s", sizes[i], r.count,
                r.p50_us, r.p99_us, r.max_us, q.p50_us, q.p99_us, q.max_us, ratio, mark);
     else
-      out_line(&P, "  %12zu %10ld %10.2f %10.2f %10.2f%s", sizes[i], r.count, r.p50_us, r.p99_us,
+      perf_out(&P, "  %12zu %10ld %10.2f %10.2f %10.2f%s", sizes[i], r.count, r.p50_us, r.p99_us,
                r.max_us, mark);
     svg_pt(&P, 'l', 0, false, (double)sizes[i], r.p50_us, "%s p50", plugin_name(&P));
     if (P.have_ref)
       svg_pt(&P, 'l', 0, true, (double)sizes[i], q.p50_us, "raw TCP p50 (%s)", ref_streams_str());
-    json_add(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,"
+    perf_json(&P, "%s{\"bytes\":%zu,\"count\":%ld,\"p50_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,"
              "\"outlier\":%s", i ? "," : "", sizes[i], r.count, r.p50_us, r.p99_us, r.max_us,
              lat_outlier(&r) ? "true" : "false");
     if (P.have_ref)
-      json_add(&P, ",\"ref_count\":%ld,\"ref_p50_us\":%.3f,\"ref_p99_us\":%.3f,\"ref_max_us\":%.3f,"
+      perf_json(&P, ",\"ref_count\":%ld,\"ref_p50_us\":%.3f,\"ref_p99_us\":%.3f,\"ref_max_us\":%.3f,"
                "\"ref_outlier\":%s,\"ratio\":%.4f", q.count, q.p50_us, q.p99_us, q.max_us,
                lat_outlier(&q) ? "true" : "false", ratio);
-    json_add(&P, "}");
+    perf_json(&P, "}");
   }
-  json_add(&P, "]}");
+  perf_json(&P, "]}");
   if (st == CONFORM_PASS && ns > 0) {
-    json_flush(&P);
+    perf_json_flush(&P);
     conform_note(c, "%zu B: p50 %.2f us, p99 %.2f us (half round trip)", sizes[0], first.p50_us,
                  first.p99_us);
     if (P.have_ref)
@@ -553,13 +527,13 @@ static conform_status_t perf_depth_sweep(conform_ctx_t *c) {
   size_t size = perf_opts.sweep_bytes;
   snprintf(title, sizeof title, "unidirectional bandwidth against in-flight depth at %s",
            simperf_size_str(size, szs, sizeof szs));
-  header(&P, "perf.depth-sweep", title);
-  json_add(&P, ",\"direction\":\"uni\",\"bytes\":%zu,\"rows\":[", size);
+  perf_header(&P, "perf.depth-sweep", title);
+  perf_json(&P, ",\"direction\":\"uni\",\"bytes\":%zu,\"rows\":[", size);
   if (P.have_ref)
-    out_line(&P, "# %6s %12s %10s %11s %12s | %12s %15s %7s", "depth", "size(B)", "count",
+    perf_out(&P, "# %6s %12s %10s %11s %12s | %12s %15s %7s", "depth", "size(B)", "count",
              "time(us)", "algbw(GB/s)", "ref time(us)", "ref algbw(GB/s)", "ratio");
   else
-    out_line(&P, "# %6s %12s %10s %11s %12s", "depth", "size(B)", "count", "time(us)", "algbw(GB/s)");
+    perf_out(&P, "# %6s %12s %10s %11s %12s", "depth", "size(B)", "count", "time(us)", "algbw(GB/s)");
   int first = 1;
   for (int d = 1; d <= P.max_depth; d *= 2) {
     bw_res_t r = {0}, q = {0};
@@ -570,23 +544,23 @@ static conform_status_t perf_depth_sweep(conform_ctx_t *c) {
     }
     double ratio = q.gbps > 0 ? r.gbps / q.gbps : 0;
     if (P.have_ref)
-      out_line(&P, "  %6d %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", d, size, r.count, r.time_us,
+      perf_out(&P, "  %6d %12zu %10ld %11.2f %12.3f | %12.2f %15.3f %7.2f", d, size, r.count, r.time_us,
                r.gbps, q.time_us, q.gbps, ratio);
     else
-      out_line(&P, "  %6d %12zu %10ld %11.2f %12.3f", d, size, r.count, r.time_us, r.gbps);
+      perf_out(&P, "  %6d %12zu %10ld %11.2f %12.3f", d, size, r.count, r.time_us, r.gbps);
     svg_pt(&P, 'd', 3, false, d, r.gbps, "%s uni %s", plugin_name(&P), szs);
     if (P.have_ref)
       svg_pt(&P, 'd', 3, true, d, q.gbps, "raw TCP uni %s (%s)", szs, ref_streams_str());
-    json_add(&P, "%s{\"depth\":%d,\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f",
+    perf_json(&P, "%s{\"depth\":%d,\"bytes\":%zu,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f",
              first ? "" : ",", d, size, r.count, r.time_us, r.gbps);
     if (P.have_ref)
-      json_add(&P, ",\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f", q.time_us, q.gbps,
+      perf_json(&P, ",\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f", q.time_us, q.gbps,
                ratio);
-    json_add(&P, "}");
+    perf_json(&P, "}");
     first = 0;
   }
-  json_add(&P, "]}");
-  if (st == CONFORM_PASS) json_flush(&P);
+  perf_json(&P, "]}");
+  if (st == CONFORM_PASS) perf_json_flush(&P);
   perf_close(&P);
   return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
 }
@@ -601,12 +575,14 @@ static conform_check_t perf_checks[] = {
    perf_bw_grouped, 0, 0},
   {"perf.depth-sweep", "benchmark", "unidirectional bandwidth against in-flight depth (--depth-sweep)",
    perf_depth_sweep, 0, 0},
+  {"perf.collnet-allreduce", "benchmark", "CollNet all-reduce throughput against the net plugin (--collnet)",
+   perf_collnet_allreduce, 0, CONFORM_F_COLLNET},
   {NULL, NULL, NULL, NULL, 0, 0},
 };
 
 enum {
   PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
-  PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG,
+  PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG, PO_CN, PO_CN_WINDOW, PO_CN_BYTES,
 };
 
 static const simperf_opt_t perf_optlist[] = {
@@ -618,8 +594,31 @@ static const simperf_opt_t perf_optlist[] = {
   {"json", false, PO_JSON},          {"time", false, PO_TIME},
   {"dev", false, PO_DEV},            {"no-latency", true, PO_NO_LAT},
   {"no-bidir", true, PO_NO_BI},      {"svg", false, PO_SVG},
+  {"collnet", true, PO_CN},          {"collnet-window", false, PO_CN_WINDOW},
+  {"collnet-bytes", false, PO_CN_BYTES},
   {NULL, false, 0},
 };
+
+/* --collnet-bytes LIST: comma-separated sizes, each a multiple of 8 (whole floats, halves for the
+ * net reference) between 8 and 256M. */
+static int collnet_bytes_opt(const char *v) {
+  char buf[512];
+  if (strlen(v) >= sizeof buf) return -1;
+  strcpy(buf, v);
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t b = 0;
+    if (n == PERF_COLLNET_SIZES || conform_parse_size(tok, &b) || b < 8 || b % 8 || b > ((size_t)256 << 20)) {
+      fprintf(stderr, "strand-conform perf: --collnet-bytes: \"%s\" is not a size that is a multiple of 8 "
+              "between 8 and 256M (at most %d sizes)\n", tok, PERF_COLLNET_SIZES);
+      return -1;
+    }
+    perf_opts.collnet_bytes[n++] = b;
+  }
+  if (n == 0) return -1;
+  perf_opts.n_collnet_bytes = n;
+  return 0;
+}
 
 static int perf_opt(int id, const char *v, void *arg) {
   (void)arg;
@@ -669,6 +668,13 @@ static int perf_opt(int id, const char *v, void *arg) {
     return 0;
   case PO_NO_LAT: perf_opts.no_lat = true; return 0;
   case PO_NO_BI: perf_opts.no_bi = true; return 0;
+  case PO_CN: perf_opts.collnet = true; return 0;
+  case PO_CN_WINDOW:
+    l = strtol(v, &end, 10);
+    if (*end || l < 1 || l > STRAND_NET_MAX_REQUESTS) return -1;
+    perf_opts.collnet_window = (int)l;
+    return 0;
+  case PO_CN_BYTES: return collnet_bytes_opt(v);
   default: return -1;
   }
 }
@@ -693,6 +699,13 @@ static void perf_usage(void) {
     "  --svg FILE           an SVG chart: bandwidth and latency against size (log axes), one line\n"
     "                       per table and transport (plugin solid, raw-TCP reference dashed), and\n"
     "                       bandwidth against depth with --depth-sweep; title: plugin, date, host\n"
+    "  --collnet            also measure CollNet all-reduce (perf.collnet-allreduce; needs the\n"
+    "                       library's ncclCollNetPlugin_v* table): float32 sum, calls in flight\n"
+    "                       like NCCL's CollNetChain proxy, next to the same bytes through the net\n"
+    "                       plugin (per call B/2 each way, twice); NCCL_DEBUG=INFO with -v\n"
+    "                       shows the CollNet's own log (collnet_stub: its closing: lines)\n"
+    "  --collnet-window W   all-reduce calls in flight (default 8 = NCCL_STEPS, at most 32)\n"
+    "  --collnet-bytes LIST bytes per call, comma-separated, multiples of 8 (default 256K,1M,2M)\n"
     "  --dev D              plugin device (default 0)\n"
     "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts).\n"
     "A benchmark: rows fail only when a measurement could not run or data arrived corrupted.\n");
@@ -780,6 +793,15 @@ int conform_cmd_perf(int argc, char **argv) {
   conform_opts.max_bytes = perf_opts.max_bytes;
   if (perf_opts.depth_sweep && perf_opts.sweep_bytes > conform_opts.max_bytes)
     conform_opts.max_bytes = perf_opts.sweep_bytes;
+  for (int i = 0; perf_opts.collnet && i < perf_opts.n_collnet_bytes; i++) {
+    size_t b = perf_opts.collnet_bytes[i];
+    if (b * (size_t)perf_opts.collnet_window > ((size_t)1 << 30)) {
+      fprintf(stderr, "strand-conform perf: --collnet-bytes %zu x --collnet-window %d is over 1G of "
+              "shared buffer\n", b, perf_opts.collnet_window);
+      return 2;
+    }
+    if (b > conform_opts.max_bytes) conform_opts.max_bytes = b;
+  }
   conform_opts.quick = false;
   /* Rank 0's check children append their tables to a scratch file; the JSON is assembled here
    * once the run is over (only this process outlives every check). */
@@ -803,7 +825,10 @@ int conform_cmd_perf(int argc, char **argv) {
     if (!strcmp(k->id, "perf.depth-sweep") && !perf_opts.depth_sweep) continue;
     if (!strcmp(k->id, "perf.latency") && perf_opts.no_lat) continue;
     if (!strcmp(k->id, "perf.bw-bi") && perf_opts.no_bi) continue;
+    if (!strcmp(k->id, "perf.collnet-allreduce") && !perf_opts.collnet) continue;
     k->timeout_s = !strcmp(k->id, "perf.latency") ? bound * 2 : bound;
+    if (!strcmp(k->id, "perf.collnet-allreduce")) /* two measurements a row, a collComm set-up each */
+      k->timeout_s = 60 + (unsigned)((perf_opts.time_per_size * 2 + 2.5) * 2 * perf_opts.n_collnet_bytes * 2);
     if (conform_check_selected(k, &conform_opts)) sel[n++] = k;
   }
   if (n == 0) {

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "simperf.h"
 
@@ -59,5 +60,82 @@ void perf_pts_flush(perf_pts_t *b, const char *parts, const char *plugin);
 void perf_pts_free(perf_pts_t *b);
 /* 0, or -1 (said on stderr) when nothing was recorded or the file could not be written. */
 int perf_svg_write(const char *parts, const char *svg_path, const char *date, const char *host);
+
+/* ------------------------------------------------------------------ what the checks share (perf.c) */
+
+#define PERF_COLLNET_SIZES 16
+
+/* perf's options (perf.c parses them). */
+typedef struct {
+  size_t min_bytes, max_bytes;
+  int factor;
+  int depth;
+  bool depth_sweep;
+  size_t sweep_bytes;
+  int group;
+  bool ref_tcp;
+  int ref_streams;
+  const char *ref_addr;
+  const char *json_path;
+  const char *svg_path;
+  double time_per_size;
+  int dev;
+  bool no_lat, no_bi;
+  char json_parts[256]; /* rank 0's check children append their tables here */
+  char svg_parts[256];  /* ... and the points of --svg's chart here (perf_svg.c) */
+  char cmdline[1024];
+  /* perf --collnet (perf_collnet.c): the CollNet all-reduce table and its net reference. */
+  bool collnet;
+  int collnet_window;                       /* iallreduce calls in flight (NCCL_STEPS = 8) */
+  size_t collnet_bytes[PERF_COLLNET_SIZES]; /* bytes per call, one row each */
+  int n_collnet_bytes;
+} perf_opts_t;
+extern perf_opts_t perf_opts;
+
+/* One table's context: the plugin link and its buffers, the optional raw-TCP reference, rank 0's
+ * output and JSON rows. */
+typedef struct {
+  conform_ctx_t *c;
+  strand_props_v12_t props;
+  conform_link_t link;
+  bool link_open;
+  bufs_t B;
+  xp_t px, tx; /* plugin, raw TCP */
+  bool have_ref;
+  char ref_desc[160];
+  char ref_skip[300];
+  FILE *out;     /* rank 0 prints; NULL elsewhere */
+  char *json;    /* this table's JSON rows (rank 0) */
+  size_t json_len, json_cap;
+  perf_pts_t pts; /* this table's chart points (rank 0, --svg) */
+  int max_depth;
+} perf_t;
+
+/* Link, buffers (`slots` receive slots) and reference for check `id`; -1 with the failure
+ * recorded (perf_close is still due). */
+int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots);
+void perf_close(perf_t *P);
+/* A table line on rank 0 (a TAP comment under --tap). */
+void perf_out(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* This table's JSON text (rank 0, with --json); perf_json_str adds a quoted, escaped string. */
+void perf_json(perf_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void perf_json_str(perf_t *P, const char *s);
+/* The table passed: its JSON and chart points go to the parent's scratch files. */
+void perf_json_flush(perf_t *P);
+/* The table's title lines and the JSON fields every table starts with. */
+void perf_header(perf_t *P, const char *id, const char *title);
+/* Warm-up and fewest timed iterations for a size; the iteration count that fills --time at the
+ * warm-up's pace (rank 0's choice, agreed by all); the larger of both ranks' values. */
+long perf_warm_groups(size_t size, int depth);
+long perf_min_groups(size_t size);
+int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long hi, long *iters);
+int perf_agree_max(conform_ctx_t *c, double *v);
+
+/* perf_loop.c: receive slot m of messages of `size` bytes (distinct while they fit in the area);
+ * *nslots, when given, gets how many distinct slots there are. */
+unsigned char *perf_rslot(const bufs_t *B, size_t size, long m, int *nslots);
+
+/* perf_collnet.c: the perf.collnet-allreduce check (perf --collnet). */
+conform_status_t perf_collnet_allreduce(conform_ctx_t *c);
 
 #endif

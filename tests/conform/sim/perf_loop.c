@@ -63,7 +63,7 @@ void perf_bufs_free(bufs_t *B) {
 }
 
 /* Receive slot for message m of a given size: distinct slots while they fit in the area. */
-static unsigned char *rslot(const bufs_t *B, size_t size, long m, int *nslots) {
+unsigned char *perf_rslot(const bufs_t *B, size_t size, long m, int *nslots) {
   size_t stride = (size + 4095) & ~(size_t)4095;
   if (!stride) stride = 4096;
   size_t n = B->rarea_len / stride;
@@ -96,7 +96,7 @@ int perf_bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, doubl
   void **sreq = calloc((size_t)W, sizeof *sreq);
   void **rreq = calloc((size_t)sp->depth, sizeof *rreq);
   int nslots = 1;
-  rslot(B, sp->size, 0, &nslots);
+  perf_rslot(B, sp->size, 0, &nslots);
   int rc = -1;
   long s_posted = 0, s_done = 0, r_posted = 0, r_done = 0;
   void *ack_req = NULL;
@@ -123,7 +123,7 @@ int perf_bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, doubl
     void *bufs[STRAND_PROXY_MAX_SUBS];
     size_t sizes[STRAND_PROXY_MAX_SUBS];
     for (int i = 0; i < sp->n; i++) {
-      bufs[i] = rslot(B, sp->size, r_posted * sp->n + i, NULL);
+      bufs[i] = perf_rslot(B, sp->size, r_posted * sp->n + i, NULL);
       sizes[i] = sp->size;
     }
     void *r = NULL;
@@ -150,7 +150,7 @@ int perf_bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, doubl
       void *bufs[STRAND_PROXY_MAX_SUBS];
       size_t sizes[STRAND_PROXY_MAX_SUBS];
       for (int i = 0; i < sp->n; i++) {
-        bufs[i] = rslot(B, sp->size, r_posted * sp->n + i, NULL);
+        bufs[i] = perf_rslot(B, sp->size, r_posted * sp->n + i, NULL);
         sizes[i] = sp->size;
       }
       void *r = NULL;
@@ -208,7 +208,7 @@ int perf_bw_run(xp_t *x, bufs_t *B, const bw_spec_t *sp, const char *what, doubl
   if (G > 0) {
     long used = G * sp->n < nslots ? G * sp->n : nslots;
     for (long m = 0; m < used; m++) {
-      long long bad = conform_verify(rslot(B, sp->size, m, NULL), sp->size, B->seed_peer);
+      long long bad = conform_verify(perf_rslot(B, sp->size, m, NULL), sp->size, B->seed_peer);
       if (bad >= 0) {
         conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, sp->size);
         goto out;
@@ -236,7 +236,7 @@ int perf_lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, 
   double t_start = conform_now();
   if (x->tcp) {
     for (long i = 0; i < iters; i++) {
-      unsigned char *rb = rslot(B, size, i & 1, NULL);
+      unsigned char *rb = perf_rslot(B, size, i & 1, NULL);
       double t = conform_now();
       if (pinger) {
         if (rawtcp_send_now(c, x->rt, B->sbuf, size) || rawtcp_recv_now(c, x->rt, rb, size)) return -1;
@@ -250,7 +250,7 @@ int perf_lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, 
     long posted_for = -1;
     for (long i = 0; i < iters; i++) {
       if (posted_for < i) { /* the receive for this round is posted before anything is sent */
-        void *buf = rslot(B, size, i & 1, NULL);
+        void *buf = perf_rslot(B, size, i & 1, NULL);
         size_t sz = size;
         for (unsigned spins = 0; !rreq; spins++) {
           if (xp_irecv(x, 1, &buf, &sz, &tag, &rreq)) return -1;
@@ -281,7 +281,7 @@ int perf_lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, 
             if (!pinger) {
               /* Pre-post the next round's receive, then answer. */
               if (i + 1 < iters) {
-                void *buf = rslot(B, size, (i + 1) & 1, NULL);
+                void *buf = perf_rslot(B, size, (i + 1) & 1, NULL);
                 size_t s2 = size;
                 for (unsigned spins = 0; !rreq; spins++) {
                   if (xp_irecv(x, 1, &buf, &s2, &tag, &rreq)) return -1;
@@ -307,7 +307,7 @@ int perf_lat_run(xp_t *x, bufs_t *B, size_t size, long iters, const char *what, 
     }
   }
   if (total) *total = conform_now() - t_start;
-  long long bad = conform_verify(rslot(B, size, (iters - 1) & 1, NULL), size, B->seed_peer);
+  long long bad = conform_verify(perf_rslot(B, size, (iters - 1) & 1, NULL), size, B->seed_peer);
   if (bad >= 0) {
     conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, size);
     return -1;

@@ -137,6 +137,23 @@ conform_status_t sim_p2p_alltoall_grouped(conform_ctx_t *c);
 /* ------------------------------------------------------------------ CollNet scenarios (collnet.c) */
 
 conform_status_t sim_collnet_allreduce(conform_ctx_t *c);
+
+/* What NCCL's CollNet proxy holds, shared with perf --collnet (perf_collnet.c). */
+typedef struct {
+  void *ctx, *lc, *cc;
+  bool inited;
+  unsigned char *shared; /* [send slots | recv slots] */
+  void *mh_send, *mh_recv;
+} sim_cn_t;
+/* init, listen, handles in rank order, connect, closeListen, then ONE `bytes`-byte host buffer
+ * registered twice on the collComm (NCCL's send and recv connectors). 0, or -1 with the failure
+ * recorded; sim_cn_close is due either way. */
+int sim_cn_open(conform_ctx_t *c, sim_cn_t *s, size_t bytes);
+void sim_cn_close(conform_ctx_t *c, sim_cn_t *s);
+/* Rank `rank`'s data for `salt`: values whose sums are exact in every type used here, whatever
+ * the order; `out` = the sum of every rank's data (`tmp` is scratch of the same size). */
+void sim_cn_gen(strand_datatype_t t, int rank, void *buf, size_t count, uint64_t salt);
+void sim_cn_expected(strand_datatype_t t, int nranks, void *out, void *tmp, size_t count, uint64_t salt);
 conform_status_t sim_collnet_allgather(conform_ctx_t *c);
 conform_status_t sim_collnet_reducescatter(conform_ctx_t *c);
 

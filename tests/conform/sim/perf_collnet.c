@@ -1,0 +1,309 @@
+/* strand-conform perf --collnet — CollNet all-reduce throughput, driven the way NCCL 2.28.9's
+ * CollNetChain proxy drives a CollNet table, next to the same network bytes moved through the net
+ * plugin directly, in the same run and between the same ranks.
+ *
+ * Why: under real NCCL a CollNet over a net plugin can move far less data than the net plugin
+ * alone. With both measured here, host-only and without a GPU, the ratio column says how much of
+ * the gap is the CollNet's own (its per-call work and hand-offs), and the CollNet's own statistics
+ * (collnet_stub's `closing:` INFO lines, shown with -v) say where a call's time goes.
+ *
+ * CollNet side (sim/collnet.c's set-up, shared through sim.h): one collComm per size row, ONE host
+ * buffer [W send slots | W recv slots] of B bytes each registered twice on it (NCCL's send and
+ * recv connectors), iallreduce of B bytes of float32 sum, issued until W are in flight (a NULL
+ * request is retried later), test() of the oldest only (NCCL's order), reissued when it completes.
+ * The send slots hold each rank's data once (the GPU's staging is no proxy cost); after the timed
+ * run every recv slot must equal the sum of every rank's data, or the row fails.
+ *
+ * Reference (perf.c's link and buffers): per call, B/2 bytes sent to and received from the peer
+ * (reduce-scatter), then, once both completed, B/2 again each way (all-gather): the bytes a
+ * 2-rank all-reduce must move. W calls in flight, every in-flight request tested. Messages all
+ * have the same size and the same pattern, so it does not matter which posted receive a message
+ * lands in when the two ranks interleave their phases differently (receives of one irecv match
+ * sends in posting order).
+ *
+ * GB/s in both columns = user bytes per rank (B per call) per second of the slower rank. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+#include "sim.h"
+
+#define CN_TYPE STRAND_FLOAT32
+#define CN_ESZ 4
+
+typedef struct {
+  double time_us, gbps;
+  long count;
+} cn_res_t;
+
+static unsigned char *cn_send_slot(const sim_cn_t *s, size_t b, int w, long k) {
+  return s->shared + (size_t)(k % w) * b;
+}
+static unsigned char *cn_recv_slot(const sim_cn_t *s, size_t b, int w, long k) {
+  return s->shared + ((size_t)w + (size_t)(k % w)) * b;
+}
+static uint64_t cn_salt(size_t b, int slot) { return 0x434e5046ULL << 32 ^ (uint64_t)b << 8 ^ (uint64_t)slot; }
+
+/* ------------------------------------------------------------------ CollNet loop */
+
+/* `calls` iallreduce calls of b bytes, w in flight; *elapsed from the barrier to the last one. */
+static int cn_run(conform_ctx_t *c, sim_cn_t *s, size_t b, int w, long calls, const char *what,
+                  double *elapsed) {
+  const strand_collnet_v12_t *t = c->collnet;
+  void *reqs[STRAND_NET_MAX_REQUESTS] = {0};
+  long next = 0, done = 0;
+  conform_phase(c, "%s", what);
+  if (conform_barrier(c)) return conform_fail(c, "bootstrap: %s", c->bs_error), -1;
+  double t0 = conform_now();
+  for (unsigned long spins = 1; done < calls; spins++) {
+    while (next < calls && next - done < w) {
+      void *r = NULL;
+      strand_result_t rc = t->iallreduce(s->cc, cn_send_slot(s, b, w, next), cn_recv_slot(s, b, w, next),
+                                         b / CN_ESZ, CN_TYPE, STRAND_SUM, s->mh_send, s->mh_recv, &r);
+      if (rc != STRAND_SUCCESS)
+        return conform_fail(c, "%s: iallreduce of call %ld returned %s", what, next, conform_result_str(rc)), -1;
+      if (!r) break; /* the CollNet is full: NCCL retries on its next pass */
+      reqs[next % w] = r;
+      next++;
+    }
+    if (done < next) {
+      int d = 0, size = -1;
+      strand_result_t rc = t->test(reqs[done % w], &d, &size);
+      if (rc != STRAND_SUCCESS)
+        return conform_fail(c, "%s: test(call %ld) returned %s", what, done, conform_result_str(rc)), -1;
+      if (d) {
+        reqs[done % w] = NULL;
+        done++;
+        continue;
+      }
+    }
+    if ((spins & 1023) == 0) {
+      char state[96];
+      snprintf(state, sizeof state, "%ld of %ld calls done, %ld issued", done, calls, next);
+      if (sim_bounded(c, what, state)) return -1;
+    }
+  }
+  *elapsed = conform_now() - t0;
+  return 0;
+}
+
+/* Every recv slot against the sum of every rank's data for its slot. */
+static int cn_verify(conform_ctx_t *c, const sim_cn_t *s, size_t b, int w) {
+  unsigned char *exp = malloc(b), *tmp = malloc(b);
+  int rc = 0;
+  if (!exp || !tmp) {
+    rc = -1;
+    conform_fail(c, "out of memory for %zu-byte buffers", b);
+  }
+  for (int k = 0; k < w && rc == 0; k++) {
+    sim_cn_expected(CN_TYPE, c->nranks, exp, tmp, b / CN_ESZ, cn_salt(b, k));
+    const unsigned char *got = cn_recv_slot(s, b, w, k);
+    if (memcmp(exp, got, b) != 0) {
+      size_t i = 0;
+      while (exp[i] == got[i]) i++;
+      conform_fail(c, "collnet all-reduce of %zu bytes, %d in flight: recv slot %d differs from the sum "
+                   "of every rank's data at byte %zu", b, w, k, i);
+      rc = -1;
+    }
+  }
+  free(exp);
+  free(tmp);
+  return rc;
+}
+
+/* One row's CollNet measurement on a fresh collComm (its closing statistics are the row's). */
+static int cn_measure(conform_ctx_t *c, size_t b, int w, cn_res_t *res) {
+  sim_cn_t s;
+  char what[128], szs[32];
+  snprintf(what, sizeof what, "perf collnet all-reduce, %s, %d in flight",
+           simperf_size_str(b, szs, sizeof szs), w);
+  int rc = -1;
+  if (sim_cn_open(c, &s, 2 * (size_t)w * b)) goto out;
+  for (int k = 0; k < w; k++) sim_cn_gen(CN_TYPE, c->rank, cn_send_slot(&s, b, w, k), b / CN_ESZ, cn_salt(b, k));
+  long warm = perf_warm_groups(b, w), iters;
+  double t = 0;
+  if (cn_run(c, &s, b, w, warm, what, &t) || perf_agree_max(c, &t)) goto out;
+  long lo = perf_min_groups(b) > w ? perf_min_groups(b) : w; /* every slot written in the timed run */
+  if (perf_agree_iters(c, t, warm, lo, 1000000, &iters)) goto out;
+  memset(s.shared + (size_t)w * b, 0xCD, (size_t)w * b); /* a slot left unwritten cannot pass */
+  if (cn_run(c, &s, b, w, iters, what, &t) || perf_agree_max(c, &t)) goto out;
+  if (cn_verify(c, &s, b, w)) goto out;
+  res->count = iters;
+  res->time_us = t * 1e6 / (double)iters;
+  res->gbps = t > 0 ? (double)b * (double)iters / t / 1e9 : 0;
+  rc = 0;
+out:
+  if (c->status != CONFORM_FAIL) conform_barrier(c); /* no rank closes while its peer still moves data */
+  sim_cn_close(c, &s);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ net reference loop */
+
+typedef struct {
+  int phase; /* 0 reduce-scatter, 1 all-gather, 2 done */
+  void *sreq, *rreq;
+  bool sp, rp, sd, rd; /* posted, done */
+} ref_call_t;
+
+static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, double *elapsed) {
+  conform_ctx_t *c = P->c;
+  size_t h = b / 2;
+  ref_call_t v[STRAND_NET_MAX_REQUESTS];
+  long next = 0, done = 0;
+  int rtag = P->B.peer;
+  conform_phase(c, "%s", what);
+  if (conform_barrier(c)) return conform_fail(c, "bootstrap: %s", c->bs_error), -1;
+  double t0 = conform_now();
+  for (unsigned long spins = 1; done < calls; spins++) {
+    while (next < calls && next - done < w) memset(&v[next++ % w], 0, sizeof v[0]);
+    for (long k = done; k < next; k++) {
+      ref_call_t *x = &v[k % w];
+      if (x->phase == 2) continue; /* complete, retired once the older ones are */
+      if (!x->rp) {
+        void *buf = perf_rslot(&P->B, h, 2 * (k % w) + x->phase, NULL);
+        size_t sz = h;
+        if (simperf_try_irecv(c, P->link.recv_comm, 1, &buf, &sz, &rtag, &P->px.rmh, false, &x->rreq)) return -1;
+        x->rp = x->rreq != NULL;
+      }
+      if (!x->sp) {
+        if (simperf_try_isend(c, P->link.send_comm, P->B.sbuf, h, c->rank, P->px.smh, &x->sreq)) return -1;
+        x->sp = x->sreq != NULL;
+      }
+      if (x->rp && !x->rd) {
+        int d = 0, sz = 0;
+        if (simperf_try_test(c, x->rreq, &d, &sz, what)) return -1;
+        if (d && (size_t)sz != h)
+          return conform_fail(c, "%s: a receive reported %d bytes, %zu were sent", what, sz, h), -1;
+        x->rd = d;
+      }
+      if (x->sp && !x->sd) {
+        int d = 0, sz = 0;
+        if (simperf_try_test(c, x->sreq, &d, &sz, what)) return -1;
+        x->sd = d;
+      }
+      if (x->rd && x->sd) {
+        int phase = x->phase + 1;
+        memset(x, 0, sizeof *x);
+        x->phase = phase;
+      }
+    }
+    while (done < next && v[done % w].phase == 2) done++;
+    if ((spins & 1023) == 0) {
+      char state[96];
+      snprintf(state, sizeof state, "%ld of %ld calls done, %ld issued", done, calls, next);
+      if (sim_bounded(c, what, state)) return -1;
+    }
+  }
+  *elapsed = conform_now() - t0;
+  return 0;
+}
+
+static int ref_measure(perf_t *P, size_t b, int w, cn_res_t *res) {
+  conform_ctx_t *c = P->c;
+  char what[128], szs[32];
+  snprintf(what, sizeof what, "perf collnet reference (net plugin), %s, %d in flight",
+           simperf_size_str(b, szs, sizeof szs), w);
+  long warm = perf_warm_groups(b, w), iters;
+  double t = 0;
+  if (ref_run(P, b, w, warm, what, &t) || perf_agree_max(c, &t)) return -1;
+  long lo = perf_min_groups(b) > w ? perf_min_groups(b) : w;
+  if (perf_agree_iters(c, t, warm, lo, 1000000, &iters)) return -1;
+  int nslots = 1;
+  perf_rslot(&P->B, b / 2, 0, &nslots);
+  int used = 2 * w < nslots ? 2 * w : nslots;
+  for (int m = 0; m < used; m++) memset(perf_rslot(&P->B, b / 2, m, NULL), 0, b / 2);
+  if (ref_run(P, b, w, iters, what, &t) || perf_agree_max(c, &t)) return -1;
+  for (int m = 0; m < used; m++) {
+    long long bad = conform_verify(perf_rslot(&P->B, b / 2, m, NULL), b / 2, P->B.seed_peer);
+    if (bad >= 0)
+      return conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, b / 2), -1;
+  }
+  res->count = iters;
+  res->time_us = t * 1e6 / (double)iters;
+  res->gbps = t > 0 ? (double)b * (double)iters / t / 1e9 : 0;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ the check */
+
+conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
+  static const char *id = "perf.collnet-allreduce";
+  if (!c->collnet) return conform_skip(c, "the library exports no ncclCollNetPlugin_v* symbol");
+  int w = perf_opts.collnet_window;
+  perf_t P;
+  if (perf_open(&P, c, id, 2 * w)) {
+    perf_close(&P);
+    return CONFORM_FAIL;
+  }
+  conform_status_t st = CONFORM_PASS;
+  if (w > P.max_depth) {
+    st = conform_fail(c, "--collnet-window %d exceeds the %d requests per comm NCCL allows at ABI v%d "
+                      "(the net reference keeps that many in flight)", w, P.max_depth, c->version);
+    goto out;
+  }
+  int sup = 0;
+  if (c->collnet->reduceSupport(CN_TYPE, STRAND_SUM, &sup) != STRAND_SUCCESS || !sup) {
+    st = conform_skip(c, "the CollNet does not support float32 sum");
+    goto out;
+  }
+  strand_props_v12_t cp;
+  memset(&cp, 0, sizeof cp);
+  c->collnet->getProperties(0, &cp);
+  char title[200];
+  snprintf(title, sizeof title, "CollNet all-reduce (float32 sum), %d calls in flight, against the "
+           "net plugin", w);
+  perf_header(&P, id, title);
+  perf_out(&P, "# collnet: device 0 \"%s\", maxCollBytes %zu; per size one collComm, one host buffer "
+           "[%d send | %d recv slots] registered twice, test() of the oldest call",
+           cp.name ? cp.name : "?", cp.maxCollBytes, w, w);
+  perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
+           "completed (2-rank reduce-scatter + all-gather), %d calls in flight", w);
+  perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
+           "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
+  perf_json(&P, ",\"collnet_reference\":\"net\",\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
+            "\"rows\":[", w);
+  perf_out(&P, "# %12s %6s %10s %11s %12s | %10s %12s %15s %7s", "size(B)", "window", "count",
+           "time(us)", "algbw(GB/s)", "ref count", "ref time(us)", "ref algbw(GB/s)", "ratio");
+  double peak = 0, peak_ref = 0;
+  size_t peak_size = 0;
+  int rows = 0;
+  for (int i = 0; i < perf_opts.n_collnet_bytes; i++) {
+    size_t b = perf_opts.collnet_bytes[i];
+    if (cp.maxCollBytes && b > cp.maxCollBytes) {
+      perf_out(&P, "# %zu bytes: left out, above the CollNet's maxCollBytes %zu (NCCL would cut the call)",
+               b, cp.maxCollBytes);
+      continue;
+    }
+    cn_res_t r = {0}, q = {0};
+    if (cn_measure(c, b, w, &r) || ref_measure(&P, b, w, &q)) {
+      st = CONFORM_FAIL;
+      break;
+    }
+    double ratio = q.gbps > 0 ? r.gbps / q.gbps : 0;
+    perf_out(&P, "  %12zu %6d %10ld %11.2f %12.3f | %10ld %12.2f %15.3f %7.2f", b, w, r.count, r.time_us,
+             r.gbps, q.count, q.time_us, q.gbps, ratio);
+    perf_json(&P, "%s{\"bytes\":%zu,\"window\":%d,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.4f,"
+              "\"ref_count\":%ld,\"ref_time_us\":%.3f,\"ref_algbw_gbps\":%.4f,\"ratio\":%.4f}",
+              rows ? "," : "", b, w, r.count, r.time_us, r.gbps, q.count, q.time_us, q.gbps, ratio);
+    rows++;
+    if (r.gbps > peak) {
+      peak = r.gbps;
+      peak_ref = q.gbps;
+      peak_size = b;
+    }
+  }
+  perf_json(&P, "]}");
+  if (st == CONFORM_PASS && rows == 0)
+    st = conform_skip(c, "every --collnet-bytes size is above the CollNet's maxCollBytes %zu", cp.maxCollBytes);
+  if (st == CONFORM_PASS) {
+    perf_json_flush(&P);
+    char szs[32];
+    conform_note(c, "peak %.3f GB/s at %s, %d in flight; net reference %.3f GB/s there, ratio %.2f", peak,
+                 simperf_size_str(peak_size, szs, sizeof szs), w, peak_ref,
+                 peak_ref > 0 ? peak / peak_ref : 0);
+  }
+out:
+  perf_close(&P);
+  return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
+}
