@@ -332,10 +332,10 @@ void cs_coll_free_slots(cs_comm_t *c);
  * as a collective's header messages. Blocking, until every message completed or `until`
  * (strand_now_s; then STRAND_REMOTE_ERROR and *timed_out); a net error fails it with a WARN. */
 strand_result_t cs_coll_hello(cs_comm_t *c, size_t len, double until, bool *timed_out);
-/* STRAND_COLLNET_PROGRESS=auto (the default) runs a progress thread from this many online CPUs and
- * progresses on NCCL's proxy thread below (a thread spinning while calls are in flight would take
- * a core NCCL's own threads need on a small machine; the helpers' rule, cs_cpu.c). Measured: 25
- * paired rounds on 16 cores, thread / proxy 0.98x at 16 MiB, 1.07x at 128 MiB, 1.13x at 1 GiB
+/* STRAND_COLLNET_PROGRESS=auto runs a progress thread from this many online CPUs and progresses on
+ * NCCL's proxy thread below (a thread spinning while calls are in flight would take a core NCCL's
+ * own threads need on a small machine; the helpers' rule, cs_cpu.c). Not the default: on two GPUs
+ * the thread won 5-8 % in most paired rounds and lost half the speed in 5 of 17
  * (docs/benchmarks/collnet.md, "The progress thread against NCCL's proxy thread"). */
 #define CS_PROG_THREAD_MIN_CPUS 5
 /* Whether a comm runs a progress thread for that mode ("proxy", "thread", "auto") on ncpus CPUs. */

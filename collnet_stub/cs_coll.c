@@ -1243,7 +1243,7 @@ bool cs_progress_wants_thread(const char *mode, int ncpus) {
 }
 
 strand_result_t cs_progress_start(cs_comm_t *c) {
-  const char *mode = "auto";
+  const char *mode = "proxy";
   if (strand_param_get_enum("STRAND_COLLNET_PROGRESS", NULL, &mode) != STRAND_SUCCESS)
     return STRAND_INVALID_USAGE; /* the WARN naming the bad value is out */
   if (!cs_progress_wants_thread(mode, strand_topo_num_cpus())) return STRAND_SUCCESS;

@@ -1153,7 +1153,7 @@ int main(void) {
   CHECK(cs_progress_wants_thread("thread", 1) && !cs_progress_wants_thread("proxy", 64),
         "thread and proxy are what they say whatever the CPU count");
   printf("%s: progress mode %s; a bad STRAND_COLLNET_PROGRESS fails init; auto picks by CPU count\n",
-         g_fail ? "FAIL" : "ok", mode ? mode : "auto (default)");
+         g_fail ? "FAIL" : "ok", mode ? mode : "proxy (default)");
   strand_log_init(before);
   setenv("NCCL_COLLNET_ENABLE", "1", 1);
   CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");
