@@ -31,6 +31,7 @@
  * strand-socket); this file keeps strand-ofi's variable and conditions. A malformed
  * STRAND_OFI_TUNER_CHANNELS fails init (the net side's, and the tuner's when it reads it first).
  * Calls ofi_config.c (the parsed parameters) only. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "ofi.h"
@@ -40,6 +41,19 @@
 /* The defaults by node count (see the top of the file). */
 #define OFI_TUNER_AUTO_TREE_BYTES_2NODES 1024u
 #define OFI_TUNER_AUTO_BANDS_3NODES "16K:0,1M:2:simple,16M:2:simple"
+
+/* The 3-node default is a constant: parsed once per process (the first tuner init that needs it),
+ * not at every communicator's init. A parse error (a bad edit of the constant) is kept and
+ * reported by every init that needs the bands, as before. */
+static pthread_once_t auto_bands_once = PTHREAD_ONCE_INIT;
+static strand_tuner_bands_t auto_bands_3nodes;
+static strand_result_t auto_bands_rc;
+static char auto_bands_err[256];
+
+static void auto_bands_parse(void) {
+  auto_bands_rc = strand_tuner_bands_parse(OFI_TUNER_AUTO_BANDS_3NODES, &auto_bands_3nodes,
+                                           auto_bands_err, sizeof auto_bands_err);
+}
 
 typedef struct {
   bool active;
@@ -107,14 +121,14 @@ static strand_result_t ofi_tuner_init(void **ctx, uint64_t commId, size_t nRanks
       t->tree_bytes = ofi_params.tuner_tree_bytes;
     }
     if (!ofi_params.tuner_channels_set && nNodes >= 3) {
-      char err[256];
-      if (strand_tuner_bands_parse(OFI_TUNER_AUTO_BANDS_3NODES, &t->bands, err, sizeof err) !=
-          STRAND_SUCCESS) {
+      pthread_once(&auto_bands_once, auto_bands_parse);
+      if (auto_bands_rc != STRAND_SUCCESS) {
         STRAND_WARN("tuner init: the built-in bands '%s' do not parse: %s",
-                    OFI_TUNER_AUTO_BANDS_3NODES, err);
+                    OFI_TUNER_AUTO_BANDS_3NODES, auto_bands_err);
         free(t);
         return STRAND_INTERNAL_ERROR;
       }
+      t->bands = auto_bands_3nodes;
       bands_from = "automatic: 3 nodes or more";
     }
     if (t->bands.nbands == 0 && t->tree_bytes == 0)

@@ -2,6 +2,8 @@
  * listener and connection churn, init/finalize cycles and contexts (spec §1.4, §6.1, §6.9, §6.11),
  * with file-descriptor and RSS accounting for leaks. */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -499,19 +501,47 @@ static conform_status_t life_close_clean(conform_ctx_t *c) {
  * direction) until the owner's test() said done. A request handed to a thread while still pending
  * for another owner means the plugin returned one caller's request to another (a request passed
  * through shared state without a lock): NCCL's proxy threads would then test, and complete, each
- * other's transfers. An entry whose owner is inside test() may have just been freed and reused
- * legitimately, so it does not count. */
+ * other's transfers. An entry whose owner is inside test() may have just been completed, freed and
+ * reused legitimately: it is marked contested and counts only if that test() then reports the
+ * request still pending, i.e. it was not finished when it went to the other caller. Two more
+ * findings name the same fault where the timing hides the duplicate (under load, or a sanitizer):
+ * a receive that completes with the size of another thread's message while its own buffer does
+ * not hold that message (the completion it saw was that thread's), and a test() that fails on a
+ * pointer another thread's test() completed while the isend/irecv that returned it ran (the
+ * caller was handed that thread's finished request). Every such finding is summarised as
+ * "returned to the wrong thread"; what else then fails (tests of requests nobody owns any more,
+ * rounds that never complete) is its consequence and is not reported beside it. */
 enum { OWN_MAX = 64 };
 typedef struct {
   void *req;
   int thread;
   bool send;
   int state; /* 0 free, 1 pending, 2 owner inside test() */
+  /* Set when another claim returned req while the owner was inside test(): who, and where. */
+  bool contested;
+  int by_thread, by_round;
+  bool by_send;
+  /* Set when, while the isend/irecv that returned req ran, another thread's test() completed the
+   * same pointer: that thread and direction. */
+  int from_thread;
+  bool from_send;
 } own_entry_t;
+
+/* A completion (test() said done) of req by `thread`, numbered by the table's sequence. */
+enum { DONE_RING = 64 };
+typedef struct {
+  void *req;
+  int thread;
+  bool send;
+  unsigned long long seq;
+} own_done_t;
 
 typedef struct {
   pthread_mutex_t lock;
   own_entry_t e[OWN_MAX];
+  int nt, rounds;       /* the phase's threads and rounds: which sizes belong to whom */
+  own_done_t done[DONE_RING]; /* the latest completions */
+  unsigned long long seq;     /* completions so far */
   int crossed;          /* requests found owned by someone else */
   char first[512];      /* the first such finding */
   volatile int stop;    /* set on the first finding: every thread winds down */
@@ -536,7 +566,29 @@ static own_entry_t *own_find(own_table_t *o, void *req, int thread, bool send) {
   return NULL;
 }
 
-static void own_claim(own_table_t *o, req_thr_arg_t *a, void *req, bool send, int round) {
+/* Records one finding of a request crossing threads; the caller holds o->lock. */
+static void own_cross(own_table_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void own_cross(own_table_t *o, const char *fmt, ...) {
+  if (!o->crossed) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->first, sizeof o->first, fmt, ap);
+    va_end(ap);
+  }
+  o->crossed++;
+  o->stop = 1;
+}
+
+/* The completion count before an isend/irecv call: own_claim looks for completions after it. */
+static unsigned long long own_seq(own_table_t *o) {
+  pthread_mutex_lock(&o->lock);
+  unsigned long long seq = o->seq;
+  pthread_mutex_unlock(&o->lock);
+  return seq;
+}
+
+static void own_claim(own_table_t *o, req_thr_arg_t *a, void *req, bool send, int round,
+                      unsigned long long call_seq) {
   pthread_mutex_lock(&o->lock);
   own_entry_t *slot = NULL;
   for (int i = 0; i < OWN_MAX; i++) {
@@ -545,33 +597,82 @@ static void own_claim(own_table_t *o, req_thr_arg_t *a, void *req, bool send, in
       if (!slot) slot = e;
       continue;
     }
-    if (e->req == req && e->state == 1) {
-      if (!o->crossed)
-        snprintf(o->first, sizeof o->first, "%s on thread %d's comm (round %d) returned request %p, "
-                 "which was still pending as thread %d's %s on its own comm: the plugin handed one "
-                 "caller's request to another", dir_str(send), a->id, round, req, e->thread,
-                 dir_str(e->send));
-      o->crossed++;
-      o->stop = 1;
+    if (e->req == req && e->state == 1)
+      own_cross(o, "%s on thread %d's comm (round %d) returned request %p, which was still pending as "
+                "thread %d's %s on its own comm: the plugin handed one caller's request to another",
+                dir_str(send), a->id, round, req, e->thread, dir_str(e->send));
+    else if (e->req == req && e->state == 2 && !e->contested) {
+      e->contested = true;
+      e->by_thread = a->id;
+      e->by_round = round;
+      e->by_send = send;
     }
   }
-  if (slot) *slot = (own_entry_t){.req = req, .thread = a->id, .send = send, .state = 1};
+  if (slot) {
+    *slot = (own_entry_t){.req = req, .thread = a->id, .send = send, .state = 1, .from_thread = -1};
+    for (int i = 0; i < DONE_RING; i++) {
+      const own_done_t *d = &o->done[i];
+      if (d->req == req && d->seq > call_seq && d->thread != a->id) {
+        slot->from_thread = d->thread;
+        slot->from_send = d->send;
+      }
+    }
+  }
   pthread_mutex_unlock(&o->lock);
 }
 
-static void own_state(own_table_t *o, void *req, int thread, bool send, int state) {
+/* After the owner's test(): state 0 (done, or failed: NCCL would not touch the request again)
+ * frees the entry, 1 keeps it pending. A contested entry that its owner's test() reports still
+ * pending was handed to the other caller unfinished; one that test() completed was handed over
+ * while being completed, which the other caller's own test() may reveal (own_failed). */
+static void own_state(own_table_t *o, void *req, int thread, bool send, int state, bool completed) {
   pthread_mutex_lock(&o->lock);
   own_entry_t *e = own_find(o, req, thread, send);
+  if (e && e->contested && state != 2) {
+    if (state == 1)
+      own_cross(o, "%s on thread %d's comm (round %d) returned request %p while thread %d was "
+                "testing it as its %s, and that test() reported it still pending: the plugin "
+                "handed one caller's request to another", dir_str(e->by_send), e->by_thread,
+                e->by_round, req, thread, dir_str(send));
+    else if (completed) {
+      own_entry_t *other = own_find(o, req, e->by_thread, e->by_send);
+      if (other && other->from_thread < 0) {
+        other->from_thread = thread;
+        other->from_send = send;
+      }
+    }
+    e->contested = false;
+  }
+  if (completed) {
+    o->seq++;
+    o->done[o->seq % DONE_RING] =
+        (own_done_t){.req = req, .thread = thread, .send = send, .seq = o->seq};
+  }
   if (e) e->state = state;
+  pthread_mutex_unlock(&o->lock);
+}
+
+/* test() of req failed for its owner: a finished request of another thread, handed over, is the
+ * cause the check can name. */
+static void own_failed(own_table_t *o, void *req, int thread, bool send, strand_result_t r) {
+  pthread_mutex_lock(&o->lock);
+  own_entry_t *e = own_find(o, req, thread, send);
+  if (e && e->from_thread >= 0)
+    own_cross(o, "test() of request %p, returned by %s on thread %d's comm, failed (%s); thread %d's "
+              "test() had completed the same pointer as its %s while that %s ran: the plugin "
+              "handed one caller's finished request to another", req, dir_str(send), thread,
+              conform_result_str(r), e->from_thread, dir_str(e->from_send), dir_str(send));
   pthread_mutex_unlock(&o->lock);
 }
 
 /* test() one owned request; 1 done, 0 not yet, -1 error (recorded). */
 static int own_test(req_thr_arg_t *a, void *req, bool send, int *size) {
-  own_state(a->own, req, a->id, send, 2);
+  own_state(a->own, req, a->id, send, 2, false);
   int done = 0;
   strand_result_t r = a->ctx.net->test(req, &done, size);
-  own_state(a->own, req, a->id, send, done ? 0 : 1);
+  if (r != STRAND_SUCCESS) own_failed(a->own, req, a->id, send, r);
+  bool completed = r == STRAND_SUCCESS && done;
+  own_state(a->own, req, a->id, send, completed || r != STRAND_SUCCESS ? 0 : 1, completed);
   if (r != STRAND_SUCCESS) {
     conform_fail(&a->ctx, "test(%s of thread %d) returned %s", dir_str(send), a->id, conform_result_str(r));
     return -1;
@@ -580,6 +681,34 @@ static int own_test(req_thr_arg_t *a, void *req, bool send, int *size) {
 }
 
 static size_t req_thr_size(int thread, int round) { return 256 + (size_t)thread * 97 + (size_t)(round % 5) * 31; }
+
+/* A receive of thread a->id (round `round`) completed with `got` bytes, not its own message's
+ * size. Sizes tell the threads' messages apart (97 x thread + 31 x (round % 5) never collide), so
+ * when `got` is another thread's size, either that thread's message was delivered into this
+ * thread's buffer (a comm mix-up: the bytes are here) or the completion this thread saw was that
+ * thread's (the bytes are in that thread's buffer): the latter is recorded as a request returned
+ * to the wrong thread and 1 returned; 0 leaves the wording to the caller. */
+static int other_threads_completion(req_thr_arg_t *a, const void *rbuf, int round, int got) {
+  conform_ctx_t *c = &a->ctx;
+  own_table_t *o = a->own;
+  for (int t = 0; t < o->nt; t++)
+    for (int r5 = 0; r5 < 5; r5++) {
+      if (t == a->id || (int)req_thr_size(t, r5) != got) continue;
+      for (int i = r5; i < o->rounds; i += 5) {
+        uint64_t salt = 120000 + (uint64_t)(t * 10000 + i); /* as req_thread_body's */
+        if (conform_verify(rbuf, (size_t)got, conform_seed(c->prev, c->rank, salt)) < 0)
+          return 0; /* thread t's message is in this thread's buffer: delivered on the wrong comm */
+      }
+      pthread_mutex_lock(&o->lock);
+      own_cross(o, "irecv on thread %d's comm (round %d) completed with %d bytes, the size of thread "
+                "%d's messages (rounds %d, %d, ...), which are not in its buffer: the plugin handed "
+                "thread %d's request, or its completion, to thread %d", a->id, round, got, t, r5,
+                r5 + 5, t, a->id);
+      pthread_mutex_unlock(&o->lock);
+      return 1;
+    }
+  return 0;
+}
 
 static void *req_thread_body(void *p) {
   req_thr_arg_t *a = p;
@@ -598,14 +727,16 @@ static void *req_thread_body(void *p) {
     void *rdata = rb.data, *rreq = NULL, *sreq = NULL;
     size_t rcap = REQ_THR_CAP;
     int tag = c->prev, got = -1;
+    unsigned long long seq = own_seq(o);
     if (conform_irecv(c, a->link->recv_comm, 1, &rdata, &rcap, &tag, &rmh, &rreq)) break;
-    own_claim(o, a, rreq, false, i);
+    own_claim(o, a, rreq, false, i, seq);
     double end = conform_now() + bound;
     bool rdone = false, sdone = false;
     while (!(rdone && sdone) && !o->stop) {
       if (!sreq) {
+        seq = own_seq(o);
         if (conform_try_isend(c, a->link->send_comm, sb.data, ssize, c->rank, smh, &sreq)) break;
-        if (sreq) own_claim(o, a, sreq, true, i);
+        if (sreq) own_claim(o, a, sreq, true, i, seq);
       }
       if (sreq && !sdone) {
         int d = own_test(a, sreq, true, NULL);
@@ -618,21 +749,22 @@ static void *req_thread_body(void *p) {
         rdone = d;
       }
       if (conform_now() > end) {
-        conform_fail(c, "thread %d: round %d did not complete within %.0f s", a->id, i, bound);
+        conform_fail(c, "round %d did not complete within %.0f s", i, bound);
         break;
       }
     }
     if (!(rdone && sdone)) break;
     size_t want = req_thr_size(a->id, i);
     if ((size_t)got != want) {
-      conform_fail(c, "thread %d: its receive (round %d) completed with size %d, its comm's message "
-                   "has %zu bytes: completed for another comm's message", a->id, i, got, want);
+      if (!other_threads_completion(a, rb.data, i, got))
+        conform_fail(c, "its receive (round %d) completed with size %d, its comm's message has %zu "
+                     "bytes: completed for another comm's message", i, got, want);
       break;
     }
     long long bad = conform_verify(rb.data, want, conform_seed(c->prev, c->rank, salt));
     if (bad >= 0) {
-      conform_fail(c, "thread %d: its receive (round %d) completed but byte %lld differs: it holds "
-                   "another comm's or no message", a->id, i, bad);
+      conform_fail(c, "its receive (round %d) completed but byte %lld differs: it holds another "
+                   "comm's or no message", i, bad);
       break;
     }
   }
@@ -649,6 +781,8 @@ static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt,
   own_table_t own;
   memset(&own, 0, sizeof own);
   pthread_mutex_init(&own.lock, NULL);
+  own.nt = nt;
+  own.rounds = c->quick ? 50 : 300;
   req_thr_arg_t args[NT_MAX];
   pthread_t th[NT_MAX];
   for (int t = 0; t < nt; t++) {
@@ -660,7 +794,7 @@ static void threads_tagged_requests(conform_ctx_t *c, conform_link_t *l, int nt,
     args[t].link = &l[t];
     args[t].own = &own;
     args[t].id = t;
-    args[t].rounds = c->quick ? 50 : 300;
+    args[t].rounds = own.rounds;
     args[t].sb = &bufs[2 * t];
     args[t].rb = &bufs[2 * t + 1];
     pthread_create(&th[t], NULL, req_thread_body, &args[t]);

@@ -9,13 +9,13 @@ cd "$(dirname "$0")/../../.." || exit 1
 OUT=${OUT:-/tmp}
 D=build-e2e/collnet10; rm -rf "$D"; mkdir -p "$D"
 CFGS=("E2E_NAME=ring NCCL_ALGO=allreduce:Ring" "E2E_NAME=cn @CN@" "E2E_NAME=cnthread @CN@ STRAND_COLLNET_PROGRESS=thread")
-NAMES=(--name E2E_NAME=ring ring --name E2E_NAME=cnthread cnthread --name E2E_NAME=cn cn --ref ring)
+REFS=(--ref ring)
 . tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ): $(gpu_count) GPUs, $(nproc) CPUs"
-  PAIRED_EACH_ROUND='python3 tests/e2e/runs/paired_table.py "$D/n2" "${NAMES[@]}" >"$OUT/collnet10-partial.txt" 2>&1' \
+  PAIRED_EACH_ROUND='python3 tests/e2e/runs/paired_table.py "$D/n2" "${REFS[@]}" >"$OUT/collnet10-partial.txt" 2>&1' \
     PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=16M,128M,1G E2E_BUDGET_S=150 \
     paired_rounds "$D/n2" 2 30 "${CN10_BUDGET_S:-200}" "${CFGS[@]}"
-  python3 tests/e2e/runs/paired_table.py "$D/n2" "${NAMES[@]}" --closing | grep -v "closing: [0-9]* collectives" | cut -c1-400
+  python3 tests/e2e/runs/paired_table.py "$D/n2" "${REFS[@]}" --closing | grep -v "closing: [0-9]* collectives" | cut -c1-400
 } 2>&1 | grep -v 'NCCL INFO' | tee "$OUT/collnet10.txt"
 tar czf "$OUT/collnet10.tgz" -C build-e2e collnet10

@@ -27,9 +27,8 @@ RANKS=2; [ "$NG" -ge 4 ] && RANKS="2 4"
 RANKS=${CN6_RANKS:-$RANKS}
 NRC=$(wc -w <<<"$RANKS")
 BUDGET=${CN6_BUDGET_S:-$((NRC > 1 ? 170 : 200))}
-CFGS=("NCCL_ALGO=allreduce:Ring" "@CN@" "@CN@ STRAND_COLLNET_STREAMS=1")
-NAMES=(--name STRAND_COLLNET_STREAMS=1 collnet-1stream --name CollNetChain collnet
-       --name allreduce:Ring ring --ref ring)
+CFGS=("E2E_NAME=ring NCCL_ALGO=allreduce:Ring" "E2E_NAME=collnet @CN@"
+      "E2E_NAME=collnet-1stream @CN@ STRAND_COLLNET_STREAMS=1")
 . tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ) $(hostname): $NG GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $(nproc) CPUs; ranks: $RANKS; ${BUDGET} s per rank count"
@@ -38,7 +37,7 @@ NAMES=(--name STRAND_COLLNET_STREAMS=1 collnet-1stream --name CollNetChain colln
     # the rounds: tests/e2e/runs/paired.sh (the same rotation this script ran with its own loop)
     PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=16M,128M,1G E2E_BUDGET_S=150 \
       paired_rounds "$D/n$n" "$n" 40 "$BUDGET" "${CFGS[@]}"
-    python3 tests/e2e/runs/paired_table.py "$D/n$n" "${NAMES[@]}" --closing
+    python3 tests/e2e/runs/paired_table.py "$D/n$n" --ref ring --closing
   done
   b=build-e2e
   so=$b/net_socket/libnccl-net-strand-socket.so

@@ -14,14 +14,13 @@ D=build-e2e/collnet7; rm -rf "$D"; mkdir -p "$D"
 C16='NCCL_MIN_NCHANNELS=16 NCCL_MAX_NCHANNELS=16'
 CFGS=("E2E_NAME=ring NCCL_ALGO=allreduce:Ring" "E2E_NAME=ring16 NCCL_ALGO=allreduce:Ring $C16"
       "E2E_NAME=cn @CN@" "E2E_NAME=cn16 @CN@ $C16" "E2E_NAME=cn16s32 @CN@ $C16 STRAND_COLLNET_SLOTS=32")
-NAMES=(--name E2E_NAME=ring16 ring16 --name E2E_NAME=ring ring --name E2E_NAME=cn16s32 cn16s32
-       --name E2E_NAME=cn16 cn16 --name E2E_NAME=cn cn --ref ring)
+REFS=(--ref ring)
 . tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ): $(gpu_count) GPUs, $(nproc) CPUs"
   PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=16M,128M,1G E2E_BUDGET_S=150 \
     paired_rounds "$D/n2" 2 30 "${CN7_BUDGET_S:-200}" "${CFGS[@]}"
-  python3 tests/e2e/runs/paired_table.py "$D/n2" "${NAMES[@]}" --closing | grep -v "closing: [0-9]* collectives"
+  python3 tests/e2e/runs/paired_table.py "$D/n2" "${REFS[@]}" --closing | grep -v "closing: [0-9]* collectives"
   grep -h "coll channels\|collnet channels" build-e2e/log.sweep.rank0 | head -2
 } 2>&1 | grep -v 'NCCL INFO' | tee "$OUT/collnet7.txt"
 tar czf "$OUT/collnet7.tgz" -C build-e2e collnet7

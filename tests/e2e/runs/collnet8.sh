@@ -12,14 +12,13 @@ C16='NCCL_MIN_NCHANNELS=16 NCCL_MAX_NCHANNELS=16'
 CFGS=("E2E_NAME=ring NCCL_ALGO=allreduce:Ring" "E2E_NAME=cn @CN@" "E2E_NAME=cteager0 @CN@ STRAND_SOCKET_EAGER_BYTES=0"
       "E2E_NAME=cthr24 @CN@ STRAND_SOCKET_NTHREADS=24" "E2E_NAME=ctchunk256 @CN@ STRAND_SOCKET_MIN_CHUNK=262144"
       "E2E_NAME=cthand @CN@ STRAND_SOCKET_HANDOFF=1")
-NAMES=(--name E2E_NAME=ring ring --name E2E_NAME=cteager0 cteager0 --name E2E_NAME=cthr24 cthr24
-       --name E2E_NAME=ctchunk256 ctchunk256 --name E2E_NAME=cthand cthand --name E2E_NAME=cn cn --ref ring)
+REFS=(--ref ring)
 . tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ): $(gpu_count) GPUs, $(nproc) CPUs"
   PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=128M,1G E2E_BUDGET_S=150 \
     paired_rounds "$D/n2" 2 30 "${CN8_BUDGET_S:-200}" "${CFGS[@]}"
-  python3 tests/e2e/runs/paired_table.py "$D/n2" "${NAMES[@]}" --closing | grep -v "closing: [0-9]* collectives"
+  python3 tests/e2e/runs/paired_table.py "$D/n2" "${REFS[@]}" --closing | grep -v "closing: [0-9]* collectives"
   grep -h "coll channels\|collnet channels" build-e2e/log.sweep.rank0 | head -2
 } 2>&1 | grep -v 'NCCL INFO' | tee "$OUT/collnet8.txt"
 tar czf "$OUT/collnet8.tgz" -C build-e2e collnet8

@@ -13,12 +13,12 @@ OUT=${OUT:-/tmp}
 D=build-e2e/collnet9; rm -rf "$D"; mkdir -p "$D"
 CFGS=("E2E_NAME=ring NCCL_ALGO=allreduce:Ring" "E2E_NAME=ringold NCCL_ALGO=allreduce:Ring SK_EXP_SKIP_POLL=0"
       "E2E_NAME=cn @CN@" "E2E_NAME=cnold @CN@ SK_EXP_SKIP_POLL=0")
-NAMES=(--name E2E_NAME=ringold ringold --name E2E_NAME=ring ring --name E2E_NAME=cnold cnold --name E2E_NAME=cn cn --ref ringold)
+REFS=(--ref ringold)
 . tests/e2e/runs/paired.sh
 {
   echo "# $(date -u +%FT%TZ): $(gpu_count) GPUs, $(nproc) CPUs"
   PAIRED_LAUNCHER="tests/e2e/collnet_e2e.sh variants" E2E_SIZES=16M,128M,1G E2E_BUDGET_S=150 \
     paired_rounds "$D/n2" 2 30 "${CN9_BUDGET_S:-200}" "${CFGS[@]}"
-  python3 tests/e2e/runs/paired_table.py "$D/n2" "${NAMES[@]}" --closing | grep -v "closing: [0-9]* collectives" | cut -c1-400
+  python3 tests/e2e/runs/paired_table.py "$D/n2" "${REFS[@]}" --closing | grep -v "closing: [0-9]* collectives" | cut -c1-400
 } 2>&1 | grep -v 'NCCL INFO' | tee "$OUT/collnet9.txt"
 tar czf "$OUT/collnet9.tgz" -C build-e2e collnet9

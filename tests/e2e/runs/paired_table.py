@@ -2,23 +2,22 @@
 """Paired-round table of tests/e2e/runs/sksmall6.sh and later: DIR holds one file per round, each
 with several nccl_e2e --perf sections ('# TAG: OP, N ranks, ...' then 'size count us algbw busbw
 iters'), all launched by one `run_e2e.sh sweep` (or `collnet_e2e.sh variants`) whose order rotates
-between rounds. A tag 'strand ' is strand-socket's defaults ("strand"); a tag with NCCL_NET=Socket
-is the built-in Socket ("tuned" when it sets NCCL_NSOCKS_PERTHREAD, else "default"); any other tag
-is named by its extra variables. Per size: each configuration's median µs over the rounds, and for
-each configuration the ratio reference / it taken per round (the faster of the references in that
-round), then the median and the range of those ratios (> 1: the configuration faster; at one size
-the time ratio is the busbw ratio configuration / reference).
+between rounds. A tag holding E2E_NAME=NAME (an extra variable nccl_e2e ignores; the run scripts
+from sksmall8.sh on label their configurations so) is labelled NAME: other plugins run through the
+same sweep (NCCL_NET_PLUGIN=strand-ofi ...) and identical twins (the launch-to-launch control) get
+short, distinct names. Otherwise a tag 'strand ' is strand-socket's defaults ("strand"); a tag with
+NCCL_NET=Socket is the built-in Socket ("tuned" when it sets NCCL_NSOCKS_PERTHREAD, else
+"default"); any other tag is named by its extra variables. Per size: each configuration's median
+µs over the rounds, and for each configuration the ratio reference / it taken per round (the faster
+of the references in that round), then the median and the range of those ratios (> 1: the
+configuration faster; at one size the time ratio is the busbw ratio configuration / reference).
 
 Options (collnet6.sh and later; without them the table is sksmall6.sh's):
-  --name SUBSTR LABEL  a tag containing SUBSTR is named LABEL (the first that matches wins)
   --ref LABEL          LABEL is a reference (repeatable; default: the built-in Socket's two)
   --closing            after the table, each configuration's rank-0 `closing:` lines per round
                        (collnet_e2e.sh variants prints them as '# closing: ...' after a section)
-A tag holding E2E_NAME=NAME (an extra variable nccl_e2e ignores; sksmall8.sh, ofi5.sh and later) is
-labelled NAME when no --name matched: other plugins run through the same sweep
-(NCCL_NET_PLUGIN=strand-ofi ...) and identical twins (the launch-to-launch control) get short,
-distinct names. PAIRED_REFS=LABEL,... in the environment stands for --ref options (ofi5.sh:
-PAIRED_REFS=default, strand-ofi's target being the built-in default alone)."""
+PAIRED_REFS=LABEL,... in the environment stands for --ref options (ofi5.sh: PAIRED_REFS=default,
+strand-ofi's target being the built-in default alone)."""
 import argparse
 import glob
 import os
@@ -26,10 +25,7 @@ import re
 import statistics
 
 
-def label(tag, names):
-    for sub, name in names:
-        if sub in tag:
-            return name
+def label(tag):
     m = re.search(r"E2E_NAME=(\S+)", tag)
     if m:
         return m.group(1)
@@ -39,7 +35,7 @@ def label(tag, names):
     return extra.strip() or "strand"
 
 
-def load(directory, names):
+def load(directory):
     rounds, order, ranks, closing = [], [], "?", []
     for path in sorted(glob.glob(directory + "/*-r*.txt")):
         cur, d, cl = None, {}, {}
@@ -50,7 +46,7 @@ def load(directory, names):
                 continue
             m = re.match(r"# (.+?): \w+, (\d+) ranks", line)
             if m:
-                cur, ranks = label(m.group(1), names), m.group(2)
+                cur, ranks = label(m.group(1)), m.group(2)
                 if cur not in order:
                     order.append(cur)
                 continue
@@ -65,12 +61,11 @@ def load(directory, names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
-    ap.add_argument("--name", nargs=2, action="append", default=[], metavar=("SUBSTR", "LABEL"))
     env_refs = [x for x in os.environ.get("PAIRED_REFS", "").split(",") if x]
     ap.add_argument("--ref", action="append", default=env_refs)
     ap.add_argument("--closing", action="store_true")
     a = ap.parse_args()
-    rounds, order, ranks, closing = load(a.dir, a.name)
+    rounds, order, ranks, closing = load(a.dir)
     refs = [n for n in (a.ref or ("default", "tuned")) if n in order]
     builtin = not a.ref
     mine = [n for n in order if n not in refs]
