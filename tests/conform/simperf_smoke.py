@@ -9,7 +9,8 @@
       perf is a benchmark, the test only checks that it works.
   simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce]
       perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
-      thread and on its own (STRAND_COLLNET_PROGRESS=thread); with --expect-fail, the table must
+      thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers: the
+      reference says so in its JSON); with --expect-fail, the table must
       fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
 """
 import argparse
@@ -154,7 +155,8 @@ def cmd_perf(a, extra):
 
 def cmd_perf_collnet(a, extra):
     cid = "perf.collnet-allreduce"
-    for progress in ([None] if a.expect_fail else [None, "thread"]):
+    # the second run also puts a header message ahead of each reference payload (the stub's shape)
+    for progress, headers in ([(None, False)] if a.expect_fail else [(None, False), ("thread", True)]):
         env = dict(os.environ)
         env.pop("STRAND_COLLNET_PROGRESS", None)
         if progress:
@@ -162,7 +164,8 @@ def cmd_perf_collnet(a, extra):
         with tempfile.TemporaryDirectory() as d:
             js = os.path.join(d, "perf.json")
             cmd = [a.conform, "perf", "--collnet", "--only", cid, "--collnet-bytes", "256K",
-                   "--time", "0.05", "--json", js] + extra + [a.plugin]
+                   "--time", "0.05", "--json", js] + (["--collnet-ref-headers"] if headers else []) \
+                + extra + [a.plugin]
             print("STRAND_COLLNET_PROGRESS=%s" % (progress or "(unset)"))
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=120, env=env)
@@ -191,6 +194,9 @@ def cmd_perf_collnet(a, extra):
             t = [t for t in doc["tables"] if t["id"] == cid]
             if len(t) != 1 or [r["bytes"] for r in t[0]["rows"]] != [262144]:
                 return fail("JSON lacks the %s table with one 262144-byte row" % cid)
+            want_ref = "net+headers" if headers else "net"
+            if t[0].get("collnet_reference") != want_ref:
+                return fail("JSON collnet_reference is %r, expected %r" % (t[0].get("collnet_reference"), want_ref))
             r = t[0]["rows"][0]
             for k in ("window", "count", "time_us", "algbw_gbps", "ref_count", "ref_time_us",
                       "ref_algbw_gbps", "ratio"):

@@ -583,6 +583,7 @@ static conform_check_t perf_checks[] = {
 enum {
   PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
   PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG, PO_CN, PO_CN_WINDOW, PO_CN_BYTES,
+  PO_CN_REF_HDR,
 };
 
 static const simperf_opt_t perf_optlist[] = {
@@ -595,7 +596,7 @@ static const simperf_opt_t perf_optlist[] = {
   {"dev", false, PO_DEV},            {"no-latency", true, PO_NO_LAT},
   {"no-bidir", true, PO_NO_BI},      {"svg", false, PO_SVG},
   {"collnet", true, PO_CN},          {"collnet-window", false, PO_CN_WINDOW},
-  {"collnet-bytes", false, PO_CN_BYTES},
+  {"collnet-bytes", false, PO_CN_BYTES}, {"collnet-ref-headers", true, PO_CN_REF_HDR},
   {NULL, false, 0},
 };
 
@@ -675,6 +676,7 @@ static int perf_opt(int id, const char *v, void *arg) {
     perf_opts.collnet_window = (int)l;
     return 0;
   case PO_CN_BYTES: return collnet_bytes_opt(v);
+  case PO_CN_REF_HDR: perf_opts.collnet_ref_headers = true; return 0;
   default: return -1;
   }
 }
@@ -706,6 +708,8 @@ static void perf_usage(void) {
     "                       shows the CollNet's own log (collnet_stub: its closing: lines)\n"
     "  --collnet-window W   all-reduce calls in flight (default 8 = NCCL_STEPS, at most 32)\n"
     "  --collnet-bytes LIST bytes per call, comma-separated, multiples of 8 (default 256K,1M,2M)\n"
+    "  --collnet-ref-headers  the net reference sends a 64-byte message ahead of each payload, as\n"
+    "                       collnet_stub does (its cost, measured apart)\n"
     "  --dev D              plugin device (default 0)\n"
     "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts).\n"
     "A benchmark: rows fail only when a measurement could not run or data arrived corrupted.\n");

@@ -89,6 +89,7 @@ typedef struct {
   int collnet_window;                       /* iallreduce calls in flight (NCCL_STEPS = 8) */
   size_t collnet_bytes[PERF_COLLNET_SIZES]; /* bytes per call, one row each */
   int n_collnet_bytes;
+  bool collnet_ref_headers; /* the reference sends a small header message ahead of each payload */
 } perf_opts_t;
 extern perf_opts_t perf_opts;
 

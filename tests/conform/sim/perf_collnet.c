@@ -140,18 +140,54 @@ out:
 
 /* ------------------------------------------------------------------ net reference loop */
 
+/* One message pair of a reference call's exchange: its send and receive, posted and done. */
 typedef struct {
-  int phase; /* 0 reduce-scatter, 1 all-gather, 2 done */
   void *sreq, *rreq;
-  bool sp, rp, sd, rd; /* posted, done */
+  bool sp, rp, sd, rd;
+} ref_msg_t;
+
+/* With --collnet-ref-headers an exchange is a header message then the payload on the same comms
+ * (collnet_stub's shape); otherwise the payload alone. */
+#define REF_HDR_BYTES 64
+typedef struct {
+  int phase;        /* 0 reduce-scatter, 1 all-gather, 2 done */
+  ref_msg_t msg[2]; /* [0] the header (with --collnet-ref-headers), [1] the payload */
 } ref_call_t;
+
+/* Posts what is not posted yet and tests what is not done of one message pair; 0, or -1 (recorded). */
+static int ref_msg_step(perf_t *P, ref_msg_t *m, void *rbuf, size_t len, const char *what) {
+  conform_ctx_t *c = P->c;
+  int rtag = P->B.peer;
+  if (!m->rp) {
+    size_t sz = len;
+    if (simperf_try_irecv(c, P->link.recv_comm, 1, &rbuf, &sz, &rtag, &P->px.rmh, false, &m->rreq)) return -1;
+    m->rp = m->rreq != NULL;
+  }
+  if (!m->sp) {
+    if (simperf_try_isend(c, P->link.send_comm, P->B.sbuf, len, c->rank, P->px.smh, &m->sreq)) return -1;
+    m->sp = m->sreq != NULL;
+  }
+  if (m->rp && !m->rd) {
+    int d = 0, sz = 0;
+    if (simperf_try_test(c, m->rreq, &d, &sz, what)) return -1;
+    if (d && (size_t)sz != len)
+      return conform_fail(c, "%s: a receive reported %d bytes, %zu were sent", what, sz, len), -1;
+    m->rd = d;
+  }
+  if (m->sp && !m->sd) {
+    int d = 0, sz = 0;
+    if (simperf_try_test(c, m->sreq, &d, &sz, what)) return -1;
+    m->sd = d;
+  }
+  return 0;
+}
 
 static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, double *elapsed) {
   conform_ctx_t *c = P->c;
   size_t h = b / 2;
   ref_call_t v[STRAND_NET_MAX_REQUESTS];
   long next = 0, done = 0;
-  int rtag = P->B.peer;
+  const bool hdr = perf_opts.collnet_ref_headers;
   conform_phase(c, "%s", what);
   if (conform_barrier(c)) return conform_fail(c, "bootstrap: %s", c->bs_error), -1;
   double t0 = conform_now();
@@ -160,29 +196,13 @@ static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, dou
     for (long k = done; k < next; k++) {
       ref_call_t *x = &v[k % w];
       if (x->phase == 2) continue; /* complete, retired once the older ones are */
-      if (!x->rp) {
-        void *buf = perf_rslot(&P->B, h, 2 * (k % w) + x->phase, NULL);
-        size_t sz = h;
-        if (simperf_try_irecv(c, P->link.recv_comm, 1, &buf, &sz, &rtag, &P->px.rmh, false, &x->rreq)) return -1;
-        x->rp = x->rreq != NULL;
-      }
-      if (!x->sp) {
-        if (simperf_try_isend(c, P->link.send_comm, P->B.sbuf, h, c->rank, P->px.smh, &x->sreq)) return -1;
-        x->sp = x->sreq != NULL;
-      }
-      if (x->rp && !x->rd) {
-        int d = 0, sz = 0;
-        if (simperf_try_test(c, x->rreq, &d, &sz, what)) return -1;
-        if (d && (size_t)sz != h)
-          return conform_fail(c, "%s: a receive reported %d bytes, %zu were sent", what, sz, h), -1;
-        x->rd = d;
-      }
-      if (x->sp && !x->sd) {
-        int d = 0, sz = 0;
-        if (simperf_try_test(c, x->sreq, &d, &sz, what)) return -1;
-        x->sd = d;
-      }
-      if (x->rd && x->sd) {
+      int slot = 2 * (int)(k % w) + x->phase;
+      /* headers land beyond the payload slots (ref_measure checks the area holds them) */
+      if (hdr && ref_msg_step(P, &x->msg[0], perf_rslot(&P->B, h, 2 * w + slot, NULL), REF_HDR_BYTES, what))
+        return -1;
+      if (ref_msg_step(P, &x->msg[1], perf_rslot(&P->B, h, slot, NULL), h, what)) return -1;
+      bool hdone = !hdr || (x->msg[0].rd && x->msg[0].sd);
+      if (hdone && x->msg[1].rd && x->msg[1].sd) {
         int phase = x->phase + 1;
         memset(x, 0, sizeof *x);
         x->phase = phase;
@@ -232,7 +252,10 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   if (!c->collnet) return conform_skip(c, "the library exports no ncclCollNetPlugin_v* symbol");
   int w = perf_opts.collnet_window;
   perf_t P;
-  if (perf_open(&P, c, id, 2 * w)) {
+  /* --collnet-ref-headers: the headers' receive slots follow the payloads' (ref_run); a header
+   * carries the first bytes of the same pattern, so one landing on a payload slot of a small area
+   * would still verify. */
+  if (perf_open(&P, c, id, perf_opts.collnet_ref_headers ? 3 * w : 2 * w)) {
     perf_close(&P);
     return CONFORM_FAIL;
   }
@@ -258,10 +281,13 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
            "[%d send | %d recv slots] registered twice, test() of the oldest call",
            cp.name ? cp.name : "?", cp.maxCollBytes, w, w);
   perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
-           "completed (2-rank reduce-scatter + all-gather), %d calls in flight", w);
+           "completed (2-rank reduce-scatter + all-gather), %d calls in flight%s", w,
+           perf_opts.collnet_ref_headers ? "; a 64-byte header message ahead of each payload "
+                                           "(--collnet-ref-headers)" : "");
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
            "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
-  perf_json(&P, ",\"collnet_reference\":\"net\",\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
+  perf_json(&P, ",\"collnet_reference\":\"%s\",", perf_opts.collnet_ref_headers ? "net+headers" : "net");
+  perf_json(&P, "\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
             "\"rows\":[", w);
   perf_out(&P, "# %12s %6s %10s %11s %12s | %10s %12s %15s %7s", "size(B)", "window", "count",
            "time(us)", "algbw(GB/s)", "ref count", "ref time(us)", "ref algbw(GB/s)", "ratio");

@@ -7,7 +7,8 @@
 #   0.5) each; prints the table rows and rank 0's `closing: call gaps:` line per size. BIN names
 #   the directory holding strand-conform and libnccl-net-strand-socket.so (default
 #   build-hostperf-carry, tests/e2e/runs/README.md says how it is made). A CONFIG that starts with
-#   `@SO=PATH ` runs the library PATH instead (to pair two builds in one call).
+#   `@SO=PATH ` runs the library PATH instead (to pair two builds in one call); one that starts
+#   with `@ARG=OPTION ` adds that perf option (e.g. --collnet-ref-headers).
 cnhost_rounds() {
   local rounds=$1 sizes=$2 r cfg
   shift 2
@@ -16,11 +17,13 @@ cnhost_rounds() {
   for ((r = 1; r <= rounds; r++)); do
     for cfg in "$@"; do
       local so=$bin/libnccl-net-strand-socket.so
+      local arg=()
       if [[ $cfg == @SO=* ]]; then so=${cfg%% *}; so=${so#@SO=}; cfg=${cfg#* }; fi
-      echo "## round $r: $cfg ($so)"
+      if [[ $cfg == @ARG=* ]]; then arg=("${cfg%% *}"); arg=("${arg[0]#@ARG=}"); cfg=${cfg#* }; fi
+      echo "## round $r: ${arg[*]} $cfg ($so)"
       # shellcheck disable=SC2086  # the configuration is a list of assignments
       env $cfg NCCL_DEBUG=INFO timeout 60 "$bin/strand-conform" perf --collnet --only perf.collnet-allreduce -v \
-        --collnet-bytes "$sizes" --time "${CNH_TIME:-0.5}" "$so" 2>&1 \
+        --collnet-bytes "$sizes" "${arg[@]}" --time "${CNH_TIME:-0.5}" "$so" 2>&1 \
         | grep -E '^ +[0-9]+ +[0-9]+ |rank 0/2 closing: call gaps|FAIL' | sed 's/.*closing: call gaps: /  gaps: /' | cut -c1-330
     done
   done
