@@ -10,9 +10,9 @@ set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
 export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B='NCCL_NET_PLUGIN=none NCCL_NET=Socket'
-O='NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm'
-echo "# $(gpu_count) GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), $(nproc) CPUs, $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null)"
+B=$PAIRED_BUILTIN
+O=$PAIRED_OFI
+paired_banner
 D=build-e2e/ofi5; rm -rf "$D"
 E2E_SIZES=8,128,1K,8K,64K,128K,256K,1M,16M,128M paired_rounds "$D/n2" 2 12 "${OFI_BUDGET_S:-200}" \
   "$B" "E2E_NAME=ofi $O" "E2E_NAME=rx128 $O FI_OFI_RXM_MSG_RX_SIZE=128" \

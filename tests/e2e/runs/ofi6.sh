@@ -8,9 +8,9 @@ set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
 export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B='NCCL_NET_PLUGIN=none NCCL_NET=Socket'
-O='NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm'
-echo "# $(gpu_count) GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), $(nproc) CPUs, $(date -u +%FT%TZ)"
+B=$PAIRED_BUILTIN
+O=$PAIRED_OFI
+paired_banner
 D=build-e2e/ofi6; rm -rf "$D"; mkdir -p "$D"
 CUDA_VISIBLE_DEVICES=0,1 NRANKS=2 E2E_SIZES=8,1K timeout 100 tests/e2e/run_e2e.sh sweep \
   "$O NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING" >"$D/info.txt" 2>&1

@@ -10,6 +10,16 @@
 # The number of GPUs on this host (0 without nvidia-smi).
 gpu_count() { nvidia-smi -L 2>/dev/null | wc -l; }
 
+# A run's first line: GPUs, their model, CPUs, date and the tree's commit.
+paired_banner() {
+  echo "# $(gpu_count) GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)), $(nproc) CPUs, $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null)"
+}
+
+# The configurations most comparisons pair: NCCL's built-in Socket with no NET plugin loaded, and
+# strand-ofi over tcp;ofi_rxm (extra variables of a CONFIG string, below).
+PAIRED_BUILTIN='NCCL_NET_PLUGIN=none NCCL_NET=Socket'
+PAIRED_OFI='NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm'
+
 # paired_rounds DIR NRANKS MAX_ROUNDS BUDGET_S CONFIG...
 #   One `run_e2e.sh sweep` per round on GPUs 0..NRANKS-1 (PAIRED_LAUNCHER names another launcher
 #   taking the configurations as arguments: "tests/e2e/collnet_e2e.sh variants" for CollNet, where

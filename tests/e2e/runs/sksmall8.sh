@@ -9,8 +9,8 @@ set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
 export NCCL_NVLS_ENABLE=0 E2E_SIZES=16,64,256,1K,8K
-B='NCCL_NET_PLUGIN=none NCCL_NET=Socket'
-echo "# $(gpu_count) GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), $(nproc) CPUs, $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null)"
+B=$PAIRED_BUILTIN
+paired_banner
 [ "$(gpu_count)" -ge 4 ] || { echo "# fewer than 4 GPUs: nothing to do"; exit 0; }
 D=build-e2e/sksmall8; rm -rf "$D"
 paired_rounds "$D" 4 40 "${SK_BUDGET_S:-230}" 'E2E_NAME=strand' 'E2E_NAME=twin' "$B" \

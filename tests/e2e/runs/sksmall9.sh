@@ -12,8 +12,8 @@ set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
 export NCCL_NVLS_ENABLE=0 E2E_SIZES=16,64,256,1K
-B='NCCL_NET_PLUGIN=none NCCL_NET=Socket'
-echo "# $(gpu_count) GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)), $(nproc) CPUs, $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null)"
+B=$PAIRED_BUILTIN
+paired_banner
 D=build-e2e/sksmall9; rm -rf "$D"; mkdir -p "$D"
 dbg='NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING,GRAPH'
 for c in strand builtin; do
