@@ -16,7 +16,9 @@
  *
  * Reference (perf.c's link and buffers): per call, B/2 bytes sent to and received from the peer
  * (reduce-scatter), then, once both completed, B/2 again each way (all-gather): the bytes a
- * 2-rank all-reduce must move. W calls in flight, every in-flight request tested. Messages all
+ * 2-rank all-reduce must move. W calls in flight, every in-flight request tested. With
+ * --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the shape of
+ * collnet_stub's agreement header, so that its cost shows apart. Payloads all
  * have the same size and the same pattern, so it does not matter which posted receive a message
  * lands in when the two ranks interleave their phases differently (receives of one irecv match
  * sends in posting order).
