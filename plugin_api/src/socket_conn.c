@@ -411,16 +411,34 @@ static strand_sock_pending_t *oldest_unverified(strand_sock_listener_t *l) {
   return o;
 }
 
-/* A free slot; when the table is full, the oldest unverified connection makes room. */
-static strand_sock_pending_t *pending_slot(strand_sock_listener_t *l) {
+/* How long a connection may sit without its complete hello before a newcomer may take its slot:
+ * a tenth of the handshake timeout (1 s by default). Why not at once: in a burst of real peers
+ * (collnet_stub over strand-socket at 4 ranks and 4 streams opens several hundred sockets to one
+ * listener within milliseconds) the table fills with peers whose hello is a few microseconds
+ * behind their SYN; dropping the youngest of them to make room for the next one failed whole
+ * communicators (docs/benchmarks/collnet.md, "Four GPUs", 2026-11-28). A connection that has had
+ * this long is a stranger or a stalled peer. */
+static uint64_t evict_age_ns(const strand_sock_listener_t *l) {
+  return ms_to_ns(l->opts.handshake_timeout_ms) / 10;
+}
+
+/* A slot for the next connection the kernel has queued: a free one, else the oldest unverified
+ * connection once it has had evict_age_ns. NULL: the newcomer stays in the kernel's backlog
+ * (listen(SOMAXCONN)) until a slot frees up; its connector waits for the verdict meanwhile, so a
+ * burst of real peers is served in turn, never dropped. */
+static strand_sock_pending_t *pending_slot(strand_sock_listener_t *l, uint64_t now) {
   for (int i = 0; i < STRAND_SOCK_MAX_PENDING; i++)
     if (l->pending[i].fd < 0) return &l->pending[i];
   strand_sock_pending_t *o = oldest_unverified(l);
-  if (o == NULL) return NULL;
-  char reason[160];
+  if (o == NULL || now - o->arrived_ns < evict_age_ns(l)) return NULL;
+  /* Only for a newcomer that is really there: a slow peer is not dropped for nothing. */
+  struct pollfd q = {.fd = l->fd, .events = POLLIN};
+  if (poll(&q, 1, 0) <= 0 || !(q.revents & POLLIN)) return NULL;
+  char reason[200];
   snprintf(reason, sizeof(reason),
-           "the listener holds %d connections in handshake; the oldest unverified one makes room",
-           STRAND_SOCK_MAX_PENDING);
+           "the listener holds %d connections in handshake and this one sent no complete hello "
+           "within %d ms; it makes room for the next",
+           STRAND_SOCK_MAX_PENDING, l->opts.handshake_timeout_ms / 10);
   l->evicted++;
   reject(l, o, reason);
   return o;
@@ -439,11 +457,15 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
   uint64_t now = now_ns();
 
   /* 1. Take what the kernel has queued (a bounded number per call, so a flood cannot make one
-   *    call long), reading each newcomer's hello at once: a real peer sends it right behind its
-   *    SYN, so it is verified in the call that accepts it, whatever else waits on the port. */
+   *    call long, and only while a slot is free: see pending_slot), reading each newcomer's hello
+   *    at once: a real peer sends it right behind its SYN, so it is mostly verified in the call
+   *    that accepts it, whatever else waits on the port. */
   bool fresh[STRAND_SOCK_MAX_PENDING];
   memset(fresh, 0, sizeof(fresh));
   for (int n = 0; n < STRAND_SOCK_MAX_PENDING; n++) {
+    /* The slot first: with none, what the kernel queued stays there (see pending_slot). */
+    strand_sock_pending_t *p = pending_slot(l, now);
+    if (p == NULL) break;
     strand_sockaddr_t peer;
     memset(&peer, 0, sizeof(peer));
     socklen_t plen = sizeof(peer);
@@ -472,18 +494,6 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
                   strand_sockaddr_to_string(&l->addr, me, sizeof(me)), strerror(err));
       l->result = STRAND_SYSTEM_ERROR;
       return STRAND_SOCK_ERROR;
-    }
-    strand_sock_pending_t *p = pending_slot(l);
-    if (p == NULL) { /* every slot holds a verified connection waiting to be handed out */
-      char peer_text[STRAND_SOCKADDR_STRLEN];
-      STRAND_WARN("listener %s: dropped incoming connection from %s: %d verified connections "
-                  "wait to be handed out; call accept more often",
-                  strand_sockaddr_to_string(&l->addr, me, sizeof(me)),
-                  strand_sockaddr_to_string(&peer, peer_text, sizeof(peer_text)),
-                  STRAND_SOCK_MAX_PENDING);
-      close(fd);
-      l->rejected++;
-      break;
     }
     p->fd = fd;
     p->peer = peer;

@@ -23,9 +23,13 @@
  *
  * Hostile traffic: every pending hello is progressed in every accept call, independently of the
  * others, and a newly accepted connection is read at once; the table of pending connections is
- * bounded (STRAND_SOCK_MAX_PENDING, about 100 bytes each, no heap) and, when full, the oldest
- * unverified connection is dropped to make room. A stranger therefore never delays a real peer,
- * and holds a descriptor only until it leaves or handshake_timeout_ms passes.
+ * bounded (STRAND_SOCK_MAX_PENDING, about 100 bytes each, no heap). When it is full, further
+ * connections wait in the kernel's listen backlog (SOMAXCONN) until a slot frees up (a connection
+ * handed out or dropped), and a waiting newcomer takes the slot of the oldest unverified
+ * connection once that one has gone a tenth of handshake_timeout_ms without a complete hello. So a
+ * burst of real peers larger than the table is served in turn, never dropped; a stranger delays a
+ * real peer by at most that tenth (and only when strangers fill the whole table), and holds a
+ * descriptor only until it leaves or handshake_timeout_ms passes.
  *
  * Every wait is bounded: connect (with retries on ECONNREFUSED and similar, exponential backoff)
  * ends with STRAND_TIMEOUT after connect_timeout_ms; a half-done hello is dropped after
