@@ -58,15 +58,18 @@
  * rank), so the exchanges of several chunks move on several comms at once instead of one after
  * another on one: NCCL keeps a fixed ~12 MB of CollNet calls in flight, so the stub's bandwidth is
  * that window over a call's time, and at 2 ranks a call's time is mostly its two exchanges waiting
- * behind the other calls' on the same comm (docs/benchmarks/collnet.md). Auto (-1): about
- * CS_STREAM_COMMS comms per direction for one exchange, counting its n-1 peers: 4 streams at 2
- * ranks, 2 at 3, 1 from 4 ranks (an exchange there already spreads over 3 or more peers' comms,
- * and 1 is the layout measured at 1.05-1.16x the ring at 4 ranks). Must be the same on every
- * rank; connect checks it. */
+ * behind the other calls' on the same comm (docs/benchmarks/collnet.md). Auto (-1,
+ * cs_auto_streams): about CS_STREAM_COMMS comms per direction for one exchange counting its n-1
+ * peers, rounded up: 4 streams at 2 ranks, 2 at 3 and 4, 1 from 5 ranks. At 4 ranks 2 was
+ * measured 0.98-1.11x the single stream of the earlier rule (rounded down) on 4 H200s, 9 paired
+ * rounds (collnet.md, "Four GPUs"); 3 and 4 streams no better. Must be the same on every rank;
+ * connect checks it. */
 #ifndef CS_STREAM_COMMS
 #define CS_STREAM_COMMS 4
 #endif
 #define CS_MAX_STREAMS 8
+/* The auto stream count for a collComm of nranks (see above). */
+int cs_auto_streams(int nranks);
 #define CS_MAX_LANES (CS_LANES * CS_MAX_STREAMS)
 /* Bytes each rank exchanges with each peer per chunk: about the chunk target / nranks, within
  * [CS_BLOCK_MIN, CS_BLOCK_MAX], a multiple of 64 (so of every element size). CS_CHUNK_TARGET is

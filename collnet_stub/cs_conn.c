@@ -135,6 +135,12 @@ static strand_result_t cs_hello(cs_comm_t *c) {
   return rc;
 }
 
+int cs_auto_streams(int nranks) {
+  if (nranks < 2) return 1;
+  int s = (CS_STREAM_COMMS + nranks - 2) / (nranks - 1); /* rounded up */
+  return s < 1 ? 1 : s > CS_MAX_STREAMS ? CS_MAX_STREAMS : s;
+}
+
 /* Stream 0's lanes, the stream-count check over them, then the other streams' lanes. */
 static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles[]) {
   strand_result_t rc = cs_form_lanes(c, l, handles, 0, CS_LANES);
@@ -172,7 +178,7 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   c->nslots = (int)slots;
   int64_t streams = -1;
   if (strand_param_get_int("STRAND_COLLNET_STREAMS", &streams) != STRAND_SUCCESS || streams < 1)
-    streams = nranks > 1 && CS_STREAM_COMMS / (nranks - 1) > 1 ? CS_STREAM_COMMS / (nranks - 1) : 1;
+    streams = cs_auto_streams(nranks);
   if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
   c->nstreams = (int)streams;
   c->nlanes = CS_LANES * c->nstreams;

@@ -37,8 +37,8 @@ static const strand_param_def_t cs_params[] = {
                       "byte through the collComm's arena"),
     STRAND_PARAM_INT("STRAND_COLLNET_STREAMS", NULL, -1, -1, CS_MAX_STREAMS,
                      "sets of net comms per peer pair; chunks take them in turn, so several chunks' "
-                     "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3, 1 from 4; must "
-                     "be the same on every rank)"),
+                     "exchanges move at once (-1 or 0 = auto: 4 at 2 ranks, 2 at 3 and 4, 1 from 5; "
+                     "must be the same on every rank)"),
     STRAND_PARAM_ENUM("STRAND_COLLNET_PROGRESS", NULL, "proxy",
                       STRAND_PARAM_CHOICES("auto", "proxy", "thread"),
                       "where a collComm's collectives progress: proxy = inside test() on NCCL's proxy "

@@ -67,7 +67,7 @@ static const strand_param_def_t ofi_param_defs[] = {
                         "channels per collective size for strand-ofi's tuner: SIZE:N[:PROTO],... "
                         "bands (a collective of at most SIZE bytes runs on N channels, 0 = "
                         "NCCL's count, an all-reduce on PROTO ll|ll128|simple; above the last "
-                        "band NCCL's choices); unset: 16K:0,1M:2:simple,16M:2:simple on "
+                        "band NCCL's choices); unset: 16K:1,64K:1:ll,1M:2:simple,16M:2:simple on "
                         "communicators of 3 nodes or more, else the rails profile's or none"),
     STRAND_PARAM_INT("STRAND_OFI_TUNER_TREE_BYTES", NULL, 0, 0, 1073741824,
                      "strand-ofi's tuner runs an all-reduce of at most this many bytes on Tree "

@@ -20,8 +20,11 @@
  *   - 2 nodes: all-reduce on Tree up to 1 KiB (1.03-1.36x the built-in Socket at 8 B-1 KiB where
  *     the defaults were 0.81-1.17x); the channel bands stay what the net side set (the rails
  *     profile's, or none): the 16M band was not measured paired there.
- *   - 3 nodes or more: bands 16K:0,1M:2:simple,16M:2:simple (2 and 16 MiB at 4 ranks went from
- *     0.56/0.70x to 0.85/0.96x); no Tree (neutral at 4 ranks in the paired call, 0.45-0.72x in an
+ *   - 3 nodes or more: bands 16K:1,64K:1:ll,1M:2:simple,16M:2:simple (2 and 16 MiB at 4 ranks
+ *     went from 0.56/0.70x to 0.85/0.96x with the two upper bands; one channel up to 64 KiB, LL
+ *     above 16 KiB, took 8-64 KiB from 0.66-0.84x to 1.09-1.68x: NCCL had spread 8 KiB over 2 of
+ *     the 8 channels the rails open and the 1M:2:simple band forced Simple at 32-64 KiB; "Four
+ *     GPUs again" in ofi.md); no Tree (neutral at 4 ranks in the paired call, 0.45-0.72x in an
  *     earlier unpaired one).
  *
  * It answers only nChannels (and a band's protocol), only for ring/tree/PAT (NCCL caps the answer at what the comm opened;
@@ -40,7 +43,7 @@
 
 /* The defaults by node count (see the top of the file). */
 #define OFI_TUNER_AUTO_TREE_BYTES_2NODES 1024u
-#define OFI_TUNER_AUTO_BANDS_3NODES "16K:0,1M:2:simple,16M:2:simple"
+#define OFI_TUNER_AUTO_BANDS_3NODES "16K:1,64K:1:ll,1M:2:simple,16M:2:simple"
 
 /* The 3-node default is a constant: parsed once per process (the first tuner init that needs it),
  * not at every communicator's init. A parse error (a bad edit of the constant) is kept and

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "strand/collnet_stub.h"
-#include "../cs.h" /* cs_progress_wants_thread, CS_PROG_THREAD_MIN_CPUS: the auto rule */
+#include "../cs.h" /* cs_progress_wants_thread, CS_PROG_THREAD_MIN_CPUS, cs_auto_streams: auto rules */
 #include "strand/log.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
@@ -1154,6 +1154,12 @@ int main(void) {
         "thread and proxy are what they say whatever the CPU count");
   printf("%s: progress mode %s; a bad STRAND_COLLNET_PROGRESS fails init; auto picks by CPU count\n",
          g_fail ? "FAIL" : "ok", mode ? mode : "proxy (default)");
+  /* STRAND_COLLNET_STREAMS auto: about CS_STREAM_COMMS comms per exchange over n-1 peers, rounded
+   * up (2 at 4 ranks was measured faster than the 1 of rounding down), never 0, never above max. */
+  CHECK(cs_auto_streams(1) == 1 && cs_auto_streams(2) == 4 && cs_auto_streams(3) == 2 &&
+            cs_auto_streams(4) == 2 && cs_auto_streams(5) == 1 && cs_auto_streams(64) == 1,
+        "auto streams at 1/2/3/4/5/64 ranks: %d %d %d %d %d %d, want 1 4 2 2 1 1", cs_auto_streams(1),
+        cs_auto_streams(2), cs_auto_streams(3), cs_auto_streams(4), cs_auto_streams(5), cs_auto_streams(64));
   strand_log_init(before);
   setenv("NCCL_COLLNET_ENABLE", "1", 1);
   CHECK(T->devices(&nd) == STRAND_SUCCESS && nd == 1, "devices = the net's once NCCL_COLLNET_ENABLE=1");

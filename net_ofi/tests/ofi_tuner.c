@@ -16,7 +16,7 @@
  *     user bands, not the automatic ones, at 4 nodes;
  *   - OFI_TUNER_DEFAULTS=1: neither variable set (one rail, so no rails-profile bands): at 2
  *     nodes an all-reduce up to 1 KiB goes to Tree and no channel count is given; at 3 and 4
- *     nodes the bands 16K:0,1M:2:simple,16M:2:simple and no Tree; at 1 node nothing; the INFO
+ *     nodes the bands 16K:1,64K:1:ll,1M:2:simple,16M:2:simple and no Tree; at 1 node nothing; the INFO
  *     line says which values are automatic; before the net side is up nothing changes;
  *   - OFI_TUNER_BAD=1: a malformed band list ("1K:1,512:2": sizes must increase) fails the net
  *     init and then the tuner's init (which reads it itself when the net side is not up), each
@@ -89,8 +89,8 @@ static int channels_for(const strand_tuner_v5_t *t, void *tctx, size_t nBytes, i
 /* OFI_TUNER_TREE=1: one getCollInfo on a table whose cheapest entry is `algo` with LL (Tree's row
  * ignored when tree_ignored); returns the Tree protocol the tuner made cost 0 (-1: none), and
  * checks that nothing else changed. */
-static int tree_zeroed(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func_t func,
-                       size_t nBytes, int algo, bool tree_ignored, int preset) {
+static int tree_zeroed_ch(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func_t func,
+                          size_t nBytes, int algo, bool tree_ignored, int preset, int want_n) {
   float table[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
   for (int a = 0; a < STRAND_TUNER_NUM_ALGORITHMS; a++)
     for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++) table[a][p] = 100.0f + (float)(a * 3 + p);
@@ -106,7 +106,7 @@ static int tree_zeroed(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func
                           STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, 0,
                           &n) == STRAND_SUCCESS,
            "getCollInfo(func %d, %zu bytes, algo %d)", (int)func, nBytes, algo);
-  PT_CHECK(n == preset, "nChannels %d, want %d (no bands)", n, preset);
+  PT_CHECK(n == want_n, "nChannels %d, want %d", n, want_n);
   int zeroed = -1;
   for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++)
     if (table[STRAND_ALGO_TREE][p] != before[STRAND_ALGO_TREE][p]) {
@@ -117,6 +117,12 @@ static int tree_zeroed(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func
     }
   PT_CHECK(memcmp(before, table, sizeof table) == 0, "an entry other than Tree's changed");
   return zeroed;
+}
+
+/* As tree_zeroed_ch where no band applies: the channel count comes back as NCCL's (preset). */
+static int tree_zeroed(const strand_tuner_v5_t *t, void *tctx, strand_tuner_func_t func,
+                       size_t nBytes, int algo, bool tree_ignored, int preset) {
+  return tree_zeroed_ch(t, tctx, func, nBytes, algo, tree_ignored, preset, preset);
 }
 
 static int tree_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
@@ -136,13 +142,13 @@ static int tree_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
            "a CollNet pick moved to Tree");
   PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, true, 0) < 0, "an ignored Tree row made runnable");
   PT_CHECK(tree_zeroed(t, multi, ar, 8, ring, false, 4) < 0, "NCCL's answer overridden");
-  /* At 4 nodes the default is no Tree: the user's 64 must still apply (the automatic bands leave
-   * these sizes at NCCL's count and protocol). */
+  /* At 4 nodes the default is no Tree: the user's 64 must still apply, beside the automatic bands
+   * (one channel up to 16 KiB, NCCL's protocol). */
   void *four = NULL;
   PT_CHECK(t->init(&four, 4, 4, 4, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 4 nodes");
-  PT_CHECK(tree_zeroed(t, four, ar, 64, ring, false, 0) == STRAND_PROTO_LL128,
+  PT_CHECK(tree_zeroed_ch(t, four, ar, 64, ring, false, 0, 1) == STRAND_PROTO_LL128,
            "4 nodes: the user's STRAND_OFI_TUNER_TREE_BYTES=64 not applied");
-  PT_CHECK(tree_zeroed(t, four, ar, 65, ring, false, 0) < 0, "4 nodes: 65 B moved to Tree");
+  PT_CHECK(tree_zeroed_ch(t, four, ar, 65, ring, false, 0, 1) < 0, "4 nodes: 65 B moved to Tree");
   PT_CHECK(strstr(tuner_info, "up to 64 bytes where NCCL picked Ring (STRAND_OFI_TUNER_TREE_BYTES)"),
            "4 nodes: INFO does not name the user's Tree value: %s", tuner_info);
   PT_CHECK(t->finalize(four) == STRAND_SUCCESS, "tuner finalize, 4 nodes");
@@ -152,22 +158,50 @@ static int tree_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t) {
   return pt_failures ? 1 : 0;
 }
 
-/* One ring all-reduce of nBytes at `nodes` nodes with neither variable set: the channels given,
- * whether Simple was made cheapest, and whether it went to Tree. A failure is counted and printed;
- * the caller goes on with the next case. */
+/* One ring all-reduce of nBytes on a table whose cheapest entry is Ring with LL: the channels the
+ * tuner gave, and which of Ring's protocols it made cost 0 (-1: none); every other entry must
+ * come back as it went in, and at most one entry may be written (to 0). */
+static int ring_answer(const strand_tuner_v5_t *t, void *tctx, size_t nBytes, int *proto_zeroed) {
+  const int ring = STRAND_ALGO_RING;
+  float table[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  for (int a = 0; a < STRAND_TUNER_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++) table[a][p] = 100.0f + (float)(a * 3 + p);
+  table[ring][STRAND_PROTO_LL] = 1.0f;
+  float before[STRAND_TUNER_NUM_ALGORITHMS][STRAND_TUNER_NUM_PROTOCOLS];
+  memcpy(before, table, sizeof table);
+  int n = 0;
+  PT_CHECK(t->getCollInfo(tctx, STRAND_FUNC_ALLREDUCE, nBytes, 1, (float **)(void *)table,
+                          STRAND_TUNER_NUM_ALGORITHMS, STRAND_TUNER_NUM_PROTOCOLS, 0,
+                          &n) == STRAND_SUCCESS,
+           "getCollInfo(%zu bytes)", nBytes);
+  *proto_zeroed = -1;
+  for (int p = 0; p < STRAND_TUNER_NUM_PROTOCOLS; p++)
+    if (table[ring][p] != before[ring][p]) {
+      PT_CHECK(table[ring][p] == 0.0f && *proto_zeroed < 0, "%zu bytes: Ring entry %d written as %f",
+               nBytes, p, (double)table[ring][p]);
+      *proto_zeroed = p;
+      table[ring][p] = before[ring][p];
+    }
+  PT_CHECK(memcmp(before, table, sizeof table) == 0, "%zu bytes: an entry other than Ring's changed",
+           nBytes);
+  return n;
+}
+
+/* One ring all-reduce of nBytes with neither variable set: the channels given, the protocol made
+ * cheapest (-1: none) and whether it went to Tree. A failure is counted and printed; the caller
+ * goes on with the next case. */
 static int default_case(const strand_tuner_v5_t *t, void *tctx, const char *label, size_t nBytes,
-                         int want_channels, bool want_simple, bool want_tree) {
-  if (want_tree || nBytes <= 1024) { /* tree_zeroed checks nChannels stays NCCL's (no band here) */
+                        int want_channels, int want_proto, bool want_tree) {
+  if (want_tree) { /* tree_zeroed checks nChannels stays NCCL's (no band at 2 nodes) */
     int z = tree_zeroed(t, tctx, STRAND_FUNC_ALLREDUCE, nBytes, STRAND_ALGO_RING, false, 0);
-    PT_CHECK((z == STRAND_PROTO_LL128) == want_tree, "%s, %zu B: moved to Tree %d, want %d", label,
-             nBytes, z == STRAND_PROTO_LL128, want_tree);
+    PT_CHECK(z == STRAND_PROTO_LL128, "%s, %zu B: not moved to Tree", label, nBytes);
     return 0;
   }
-  bool simple = false;
-  int n = channels_for_p(t, tctx, nBytes, STRAND_ALGO_RING, 0, false, &simple);
-  PT_CHECK(n == want_channels && simple == want_simple,
-           "%s, %zu B: %d channels, Simple %d; want %d, %d", label, nBytes, n, simple,
-           want_channels, want_simple);
+  int proto = -1;
+  int n = ring_answer(t, tctx, nBytes, &proto);
+  PT_CHECK(n == want_channels && proto == want_proto,
+           "%s, %zu B: %d channels, protocol %d made cheapest; want %d, %d", label, nBytes, n,
+           proto, want_channels, want_proto);
   return 0;
 }
 
@@ -178,8 +212,8 @@ static int defaults_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t
   PT_CHECK(t->init(&idle, 4, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, no net");
   PT_CHECK(strstr(tuner_info, "leaves NCCL's choices unchanged (strand-ofi's network is not in use"),
            "net side unused: INFO does not say NCCL's choices stay: %s", tuner_info);
-  (void)default_case(t, idle, "no net, 2 nodes", 8, 0, false, false);
-  (void)default_case(t, idle, "no net, 2 nodes", 2 << 20, 0, false, false);
+  (void)default_case(t, idle, "no net, 2 nodes", 8, 0, -1, false);
+  (void)default_case(t, idle, "no net, 2 nodes", 2 << 20, 0, -1, false);
   PT_CHECK(t->finalize(idle) == STRAND_SUCCESS, "tuner finalize, no net");
   PT_CHECK(net->init(&ctx, 0x7e59, NULL, logger, NULL) == STRAND_SUCCESS, "net init");
   PT_CHECK(t->init(&two, 5, 2, 2, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 2 nodes");
@@ -195,18 +229,22 @@ static int defaults_case(const strand_net_v12_t *net, const strand_tuner_v5_t *t
   PT_CHECK(t->init(&one, 8, 4, 1, logger, NULL, NULL) == STRAND_SUCCESS, "tuner init, 1 node");
   PT_CHECK(strstr(tuner_info, "leaves NCCL's choices unchanged (single-node"),
            "1 node: INFO does not say NCCL's choices stay: %s", tuner_info);
-  static const struct { size_t bytes; int ch; bool simple; } wide[] = {
-      {8, 0, false},       {16 << 10, 0, false}, {(16 << 10) + 1, 2, true}, {1 << 20, 2, true},
-      {2 << 20, 2, true},  {16 << 20, 2, true},  {(16 << 20) + 4, 0, false}, {128 << 20, 0, false}};
+  /* The 3-node bands 16K:1,64K:1:ll,1M:2:simple,16M:2:simple (-1: no protocol written). */
+  static const struct { size_t bytes; int ch; int proto; } wide[] = {
+      {8, 1, -1},          {16 << 10, 1, -1},        {(16 << 10) + 1, 1, STRAND_PROTO_LL},
+      {64 << 10, 1, STRAND_PROTO_LL},                {(64 << 10) + 1, 2, STRAND_PROTO_SIMPLE},
+      {1 << 20, 2, STRAND_PROTO_SIMPLE},             {2 << 20, 2, STRAND_PROTO_SIMPLE},
+      {16 << 20, 2, STRAND_PROTO_SIMPLE},            {(16 << 20) + 4, 0, -1},
+      {128 << 20, 0, -1}};
   for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++) {
-    (void)default_case(t, two, "2 nodes", wide[k].bytes, 0, false, wide[k].bytes <= 1024);
-    (void)default_case(t, three, "3 nodes", wide[k].bytes, wide[k].ch, wide[k].simple, false);
-    (void)default_case(t, four, "4 nodes", wide[k].bytes, wide[k].ch, wide[k].simple, false);
-    (void)default_case(t, one, "1 node", wide[k].bytes, 0, false, false);
+    (void)default_case(t, two, "2 nodes", wide[k].bytes, 0, -1, wide[k].bytes <= 1024);
+    (void)default_case(t, three, "3 nodes", wide[k].bytes, wide[k].ch, wide[k].proto, false);
+    (void)default_case(t, four, "4 nodes", wide[k].bytes, wide[k].ch, wide[k].proto, false);
+    (void)default_case(t, one, "1 node", wide[k].bytes, 0, -1, false);
   }
-  (void)default_case(t, two, "2 nodes", 1024, 0, false, true);
-  (void)default_case(t, two, "2 nodes", 1025, 0, false, false);
-  (void)default_case(t, four, "4 nodes", 1024, 0, false, false);
+  (void)default_case(t, two, "2 nodes", 1024, 0, -1, true);
+  (void)default_case(t, two, "2 nodes", 1025, 0, -1, false);
+  (void)default_case(t, four, "4 nodes", 1024, 1, -1, false);
   PT_CHECK(t->finalize(two) == STRAND_SUCCESS && t->finalize(three) == STRAND_SUCCESS &&
                t->finalize(four) == STRAND_SUCCESS && t->finalize(one) == STRAND_SUCCESS,
            "tuner finalize");
