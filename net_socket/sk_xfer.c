@@ -1155,7 +1155,8 @@ static bool send_left_to_worker(const sk_send_req_t *r) {
 static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   sk_comm_t *c = r->comm;
   /* Sends queued by isend (STRAND_SOCKET_SEND_WRITE=test) are written first, so a small send
-   * whose bytes the socket takes completes in this same call, without reading the control stream. */
+   * whose bytes the socket takes completes in this same call, without reading the control
+   * stream. */
   if (ctrl_defer(c) && c->tx_len != c->tx_off && !ctrl_flush(c)) return report(c, "test");
   /* A send whose header (and inline payload, or every chunk) has left is done: no system call.
    * Small messages are complete when isend returns (unless deferred), so their first test()

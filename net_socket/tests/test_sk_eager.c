@@ -475,7 +475,7 @@ static strand_result_t load_config(int speed, int ncpus) {
   return sk_config_load(speed, ncpus);
 }
 
-/* ---- STRAND_SOCKET_SEND_WRITE=test only ------------------------------------------------------- */
+/* ---- STRAND_SOCKET_SEND_WRITE=test only ---------------------------------------------------- */
 
 /* Bytes waiting in the receiver's control socket, unread. */
 static int peer_unread(const pair_t *p) {
