@@ -119,6 +119,9 @@ typedef struct {
   size_t handoff_min;      /* STRAND_SOCKET_HANDOFF_MIN_BYTES: smaller control writes stay with
                             * the proxy (0 = every write up to SK_HANDOFF_MAX is handed over) */
   const char *handoff_src; /* how handoff was chosen, for the INFO line */
+  bool send_write_test;    /* STRAND_SOCKET_SEND_WRITE=test: the control bytes of a small send
+                            * started in isend wait in the comm's queue for the next test() or
+                            * isend of that comm (sk_xfer.c ctrl_defer) */
   bool tuner_enabled;      /* STRAND_SOCKET_TUNER: the tuner may change NCCL's channel counts */
   sk_tuner_policy_t tuner_policy; /* STRAND_SOCKET_TUNER_CHANNELS, parsed */
 } sk_config_t;
@@ -264,6 +267,9 @@ typedef struct sk_comm {
   uint64_t tx_accepted, tx_written;
   sk_handoff_t *handoff;           /* NULL: the proxy writes every control byte itself */
   size_t handoff_min;              /* control writes below this stay with the proxy */
+  bool defer_sends;                /* send side, STRAND_SOCKET_SEND_WRITE=test: small sends
+                                    * started in isend are queued in tx, written by the next
+                                    * test() or isend (sk_xfer.c ctrl_defer) */
   struct sk_worker *ctrl_worker;   /* the worker that drains handoff (set by sk_workers_attach) */
   uint8_t *rx;
   size_t rx_len, rx_cap;

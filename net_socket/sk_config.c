@@ -100,6 +100,13 @@ static const strand_param_def_t sk_params[] = {
                       "at once (0 = the proxy thread writes them itself, the default: not faster "
                       "on 4 H200s yet; 1 needs worker threads; auto = on with worker threads and "
                       "at least 16 CPUs)"),
+    STRAND_PARAM_ENUM("STRAND_SOCKET_SEND_WRITE", NULL, "isend",
+                      STRAND_PARAM_CHOICES("isend", "test"),
+                      "when the control bytes of a small send (eager, or header + inline payload) "
+                      "are written: isend = inside isend (the default); test = isend only queues "
+                      "them and the next test() or isend on that connection writes the queue, "
+                      "several sends in one system call (ignored while the control hand-off is "
+                      "on: STRAND_SOCKET_HANDOFF)"),
     STRAND_PARAM_INT("STRAND_SOCKET_HANDOFF_SPIN_US", NULL, 50, 1, 1000000,
                      "hand-off: microseconds a worker keeps spinning after its last control "
                      "write before it sleeps (the proxy writes itself while it sleeps)"),
@@ -359,6 +366,11 @@ strand_result_t sk_config_load(int speed_mbps, int ncpus) {
   if ((rc = get_int("STRAND_SOCKET_YIELD", &v, &env_yield)) != STRAND_SUCCESS) return rc;
   cfg->yield = env_yield ? v == 1 : cfg->nthreads == 0;
   if ((rc = handoff_config(cfg, ncpus)) != STRAND_SUCCESS) return rc;
+  int send_write = 0;
+  if ((rc = strand_param_get_enum("STRAND_SOCKET_SEND_WRITE", &send_write, NULL)) !=
+      STRAND_SUCCESS)
+    return rc;
+  cfg->send_write_test = send_write == 1;
   if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_THRESHOLD", &v, NULL)) != STRAND_SUCCESS) return rc;
   cfg->zc_threshold = (size_t)v;
   if ((rc = get_int("STRAND_SOCKET_ZEROCOPY_COPIED_LIMIT", &v, NULL)) != STRAND_SUCCESS) return rc;

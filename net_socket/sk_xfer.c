@@ -90,6 +90,10 @@ static bool handoff_live(const sk_comm_t *c) {
   return c->handoff != NULL && c->use_workers && c->ctrl_worker != NULL;
 }
 
+/* STRAND_SOCKET_SEND_WRITE=test, and no worker writes this comm's control stream: the hand-off
+ * keeps its own behaviour (its ring takes bytes only while the proxy's queue is empty). */
+static bool ctrl_defer(const sk_comm_t *c) { return c->defer_sends && !handoff_live(c); }
+
 /* Writes the proxy's queue. Bytes in the hand-off ring were accepted before everything in the
  * queue (the ring takes bytes only while the queue is empty), so the queue waits until a worker
  * has written the ring; after detach the proxy writes the ring itself first. */
@@ -147,6 +151,9 @@ static bool ctrl_handoff(sk_comm_t *c, const void *hdr, size_t hl, const void *p
  * Once this returns true the caller's payload buffer is no longer needed. */
 static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payload, size_t pl) {
   if (ctrl_handoff(c, hdr, hl, payload, pl)) return true;
+  /* Deferred sends may be what is queued ahead; this message is not one of them (NEED_CTS, ERR,
+   * a large send's header), so it and the queue go out now rather than at the next test(). */
+  const bool write_queue = ctrl_defer(c) && c->tx_len != c->tx_off;
   size_t sent = 0;
   if (c->tx_len == c->tx_off && !sk_handoff_pending(c->handoff)) {
     struct iovec iov[2] = {{(void *)hdr, hl}, {(void *)payload, pl}};
@@ -180,6 +187,28 @@ static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payl
     memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
     c->tx_len += pl - sent;
   }
+  return write_queue ? ctrl_flush(c) : true;
+}
+
+/* The control bytes of a small send started in isend or test() (eager, or header + inline
+ * payload). With STRAND_SOCKET_SEND_WRITE=test they only join the queue, and the next ctrl_flush
+ * writes them (test() of a request on this comm, or the next isend, which writes its own with
+ * them: consecutive small sends in one system call). The proxy thread then returns from isend
+ * without waiting in the kernel's sendmsg, and can post or poll its next operation first
+ * (docs/benchmarks/socket.md, the 4-rank section: isend held it 2.9-3.7 us). The request is done
+ * only once the bytes were written (send_complete), so nothing is reported early. Once this
+ * returns true the caller's payload buffer is no longer needed (it was copied). */
+static bool ctrl_send_small(sk_comm_t *c, const void *hdr, size_t hl, const void *payload,
+                            size_t pl) {
+  if (!ctrl_defer(c)) return ctrl_send(c, hdr, hl, payload, pl);
+  if (!tx_reserve(c, hl + pl)) return false;
+  memcpy(c->tx + c->tx_len, hdr, hl);
+  c->tx_len += hl;
+  if (pl > 0) {
+    memcpy(c->tx + c->tx_len, payload, pl);
+    c->tx_len += pl;
+  }
+  c->tx_accepted += hl + pl;
   return true;
 }
 
@@ -714,6 +743,7 @@ strand_result_t sk_comm_init_data(sk_comm_t *c) {
    * the receiver has seen small messages, it announces every receive (CTS path). */
   c->eager_max = cfg->eager_max;
   c->announce = true;
+  c->defer_sends = c->type == SK_COMM_SEND && cfg->send_write_test;
   /* The hand-off ring; a worker writes it only once sk_workers_attach named one (ctrl_worker). */
   if (cfg->handoff && cfg->nthreads > 0) {
     c->handoff = aligned_alloc(64, sizeof *c->handoff);
@@ -808,7 +838,7 @@ static bool can_eager(const sk_comm_t *c, size_t size) {
  * (sender_replay in on_cts keeps both ends' view of the entries the same). */
 static bool send_eager(sk_comm_t *c, sk_send_req_t *r) {
   sk_eager_hdr_t h = {.type = SK_MSG_EAGER, .tag = r->tag, .size = r->size};
-  if (!ctrl_send(c, &h, sizeof h, r->data, r->size)) return false;
+  if (!ctrl_send_small(c, &h, sizeof h, r->data, r->size)) return false;
   c->unplaced[c->nunplaced].index = c->msg_count++;
   c->unplaced[c->nunplaced].tag = r->tag;
   c->nunplaced++;
@@ -830,7 +860,10 @@ static bool send_matched(sk_comm_t *c, sk_send_req_t *r, uint32_t pos, int idx) 
                      .is_inline = inl, .seq = e->seq, .size = r->size};
   consume_cts(c, pos, idx);
   c->msg_count++;
-  if (!ctrl_send(c, &h, sizeof h, r->data, inl ? r->size : 0)) return false;
+  /* A large message's header is written at once: its chunks are on their way already. */
+  if (!(inl ? ctrl_send_small(c, &h, sizeof h, r->data, r->size)
+            : ctrl_send(c, &h, sizeof h, NULL, 0)))
+    return false;
   /* A request is reported done only once its header (and inline payload) left our queue: after
    * the last test() of a collective nobody may call into this comm again to flush it. */
   r->ctrl_end = c->tx_accepted;
@@ -933,11 +966,19 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
                 c->peer, size, data, (size_t)SK_MAX_MSG);
     return STRAND_INVALID_ARGUMENT;
   }
-  if (!ctrl_flush(c)) return report(c, "isend");
+  /* Deferred sends (STRAND_SOCKET_SEND_WRITE=test): what earlier isends or test() queued goes
+   * out with this one's bytes, in one write at the end of this call. A write failure there is
+   * recorded in the comm and reported by the next call on it. */
+  const bool defer = ctrl_defer(c);
+  if (!defer && !ctrl_flush(c)) return report(c, "isend");
   if (!c->use_workers) proxy_move(c);
   if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "isend");
+  const bool flush_after = defer && c->tx_len != c->tx_off;
   sk_send_req_t *r = strand_pool_get(&c->reqs);
-  if (r == NULL) return STRAND_SUCCESS; /* all SK_SEND_REQS in flight: retry */
+  if (r == NULL) { /* all SK_SEND_REQS in flight: retry */
+    if (flush_after) ctrl_flush(c);
+    return STRAND_SUCCESS;
+  }
   r->kind = SK_REQ_SEND;
   r->comm = c;
   r->data = data;
@@ -986,6 +1027,7 @@ strand_result_t sk_isend(void *sendComm, void *data, size_t size, int tag, void 
     strand_pool_put(&c->reqs, r);
     return st == SEND_OVERSIZE ? STRAND_INVALID_USAGE : report(c, "isend");
   }
+  if (flush_after) ctrl_flush(c);
   *request = r;
   return STRAND_SUCCESS;
 }
@@ -1112,8 +1154,13 @@ static bool send_left_to_worker(const sk_send_req_t *r) {
 
 static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   sk_comm_t *c = r->comm;
+  /* Sends queued by isend (STRAND_SOCKET_SEND_WRITE=test) are written first, so a small send
+   * whose bytes the socket takes completes in this same call, without reading the control
+   * stream. */
+  if (ctrl_defer(c) && c->tx_len != c->tx_off && !ctrl_flush(c)) return report(c, "test");
   /* A send whose header (and inline payload, or every chunk) has left is done: no system call.
-   * Small messages are complete when isend returns, so their first test() costs nothing. */
+   * Small messages are complete when isend returns (unless deferred), so their first test()
+   * costs nothing. */
   if (send_complete(r)) {
     *done = 1;
     if (sizes) sizes[0] = (int)r->size;
@@ -1124,6 +1171,8 @@ static strand_result_t test_send(sk_send_req_t *r, int *done, int *sizes) {
   if (send_left_to_worker(r)) return report(c, "test");
   if (!ctrl_flush(c) || !ctrl_poll(c)) return report(c, "test");
   if (c->wait_head != NULL && !send_progress_waiting(c)) return report(c, "test");
+  /* Waiting sends just started are written now, not at the next test(). */
+  if (ctrl_defer(c) && c->tx_len != c->tx_off && !ctrl_flush(c)) return report(c, "test");
   if (c->pend_head) pump(c);
   if (!c->use_workers) proxy_move(c);
   strand_result_t rc = report(c, "test");

@@ -12,7 +12,12 @@
  * Run with the argument "handoff" (meson: eager-handoff), the same scenarios run again with the
  * control hand-off on (sk_handoff.c): one worker thread, attached to both comms, spinning for the
  * whole run, so every control write goes through the hand-off ring; then the cases only it has:
- * a write that fails on the worker, and a close with control bytes still in the ring. */
+ * a write that fails on the worker, and a close with control bytes still in the ring.
+ *
+ * Run with "defer" (meson: eager-defer), they run with STRAND_SOCKET_SEND_WRITE=test: isend only
+ * queues a small send's bytes and the next test() or isend writes them; then the cases only it
+ * has: nothing reaches the peer before test(), the first test() completes the send, two isends
+ * before a test go out in one write, and a close writes what is still queued. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -279,17 +285,21 @@ static void test_eager_oversize(void **state) {
   /* first read the receiver's credits, then send before any receive exists */
   assert_int_equal(sk_isend(p.s, big, 8, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
   assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
+  /* the send first: with STRAND_SOCKET_SEND_WRITE=test its bytes leave in its test() */
   int done = 0;
   double t0 = now_s();
-  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(rreq, &done, NULL), 0);
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(sreq, &done, NULL), 0);
   assert_true(done);
   done = 0;
-  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(sreq, &done, NULL), 0);
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(rreq, &done, NULL), 0);
   assert_true(done);
   memset(small, 0, sizeof small);
   sreq = NULL;
   assert_int_equal(sk_isend(p.s, big, sizeof big, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
   assert_non_null(sreq);
+  done = 0; /* sent eagerly: done once written, whatever the receiver does */
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(sreq, &done, NULL), 0);
+  assert_true(done);
   assert_int_equal(sk_irecv(p.r, 1, &d, &posted, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
   strand_result_t rc = STRAND_SUCCESS;
   while (rc == STRAND_SUCCESS && now_s() - t0 < WAIT_S) rc = sk_test(rreq, &done, NULL);
@@ -459,14 +469,174 @@ static void test_handoff_close_with_queue(void **state) {
   comm_close(p.r);
 }
 
-/* STRAND_SOCKET_HANDOFF as read at init: off by default; auto only with workers and >= 16 CPUs;
- * 1 without workers is a WARN and off (nobody to hand to). Restores this group's settings. */
 /* The registry keeps values once read: read the environment again, then load. */
 static strand_result_t load_config(int speed, int ncpus) {
   strand_params_reread_for_test();
   return sk_config_load(speed, ncpus);
 }
 
+/* ---- STRAND_SOCKET_SEND_WRITE=test only ---------------------------------------------------- */
+
+/* Bytes waiting in the receiver's control socket, unread. */
+static int peer_unread(const pair_t *p) {
+  int n = -1;
+  assert_int_equal(ioctl(p->r->ctrl_fd, FIONREAD, &n), 0);
+  return n;
+}
+
+/* Tests the receive until done (bounded); returns the size it reports. */
+static int recv_wait(void *rreq) {
+  int done = 0, size = -1;
+  const double t0 = now_s();
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(rreq, &done, &size), 0);
+  assert_true(done);
+  return size;
+}
+
+static void *post_recv(pair_t *p, void *buf, size_t len) {
+  void *rreq = NULL, *d = buf;
+  int tag = 0;
+  assert_int_equal(sk_irecv(p->r, 1, &d, &len, &tag, NULL, NULL, &rreq), STRAND_SUCCESS);
+  assert_non_null(rreq);
+  return rreq;
+}
+
+/* An eager send: isend writes nothing (the receiver's socket stays empty and its receive does not
+ * complete), the first test() writes it and reports it done; two isends before a test go out in
+ * one write made by the second; the data arrive in order, intact. Then the same for a CTS-path
+ * message (above the eager limit, inline): its header and payload wait for test() as well. */
+static void test_defer_until_test(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  assert_true(p.s->defer_sends);
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const size_t msize[1] = {8};
+  const uint8_t sched[2] = {0, 1};
+  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, msize, 1, sched); /* credits read, quiet mode */
+  assert_int_equal(peer_unread(&p), 0);
+
+  static unsigned char a[8], b[8], c[8193], ra[8], rb[8], rc[8193];
+  memset(a, 0xa1, sizeof a);
+  memset(b, 0xb2, sizeof b);
+  for (size_t i = 0; i < sizeof c; i++) c[i] = (unsigned char)(i * 13 + 5);
+  void *rreq = post_recv(&p, ra, sizeof ra), *sreq = NULL;
+  assert_int_equal(sk_isend(p.s, a, sizeof a, 0, NULL, NULL, &sreq), STRAND_SUCCESS);
+  assert_non_null(sreq);
+  assert_int_equal(peer_unread(&p), 0);
+  for (int k = 0; k < 10; k++) { /* the receive cannot complete: nothing was written */
+    int done = 0;
+    assert_int_equal(sk_test(rreq, &done, NULL), STRAND_SUCCESS);
+    assert_false(done);
+  }
+  int done = 0, size = -1;
+  assert_int_equal(sk_test(sreq, &done, &size), STRAND_SUCCESS);
+  assert_true(done); /* the first test() wrote it and completed it */
+  assert_int_equal(size, 8);
+  assert_int_equal(recv_wait(rreq), 8);
+  assert_memory_equal(ra, a, sizeof a);
+
+  /* two isends, then tests: the second isend writes both at once */
+  void *r1 = post_recv(&p, ra, sizeof ra), *r2 = post_recv(&p, rb, sizeof rb), *s1 = NULL,
+       *s2 = NULL;
+  memset(ra, 0, sizeof ra);
+  assert_int_equal(sk_isend(p.s, a, sizeof a, 0, NULL, NULL, &s1), STRAND_SUCCESS);
+  assert_int_equal(peer_unread(&p), 0);
+  const uint64_t written = p.s->tx_written;
+  assert_int_equal(sk_isend(p.s, b, sizeof b, 0, NULL, NULL, &s2), STRAND_SUCCESS);
+  assert_non_null(s1);
+  assert_non_null(s2);
+  assert_int_equal(p.s->tx_written - written, 2 * (sizeof(sk_eager_hdr_t) + 8));
+  assert_int_equal(peer_unread(&p), (int)(2 * (sizeof(sk_eager_hdr_t) + 8)));
+  done = 0;
+  assert_int_equal(sk_test(s1, &done, NULL), STRAND_SUCCESS);
+  assert_true(done);
+  done = 0;
+  assert_int_equal(sk_test(s2, &done, NULL), STRAND_SUCCESS);
+  assert_true(done);
+  assert_int_equal(recv_wait(r1), 8);
+  assert_int_equal(recv_wait(r2), 8);
+  assert_memory_equal(ra, a, sizeof a);
+  assert_memory_equal(rb, b, sizeof b);
+
+  /* CTS path: a message above the eager limit asks for a CTS (NEED_CTS is written at once), the
+   * receiver announces, the sender's test() starts the send and writes it in the same call. */
+  void *r3 = post_recv(&p, rc, sizeof rc), *s3 = NULL;
+  assert_int_equal(sk_isend(p.s, c, sizeof c, 0, NULL, NULL, &s3), STRAND_SUCCESS);
+  assert_non_null(s3);
+  assert_int_equal(peer_unread(&p), (int)sizeof(sk_need_cts_msg_t));
+  done = 0;
+  assert_int_equal(sk_test(r3, &done, NULL), STRAND_SUCCESS); /* reads NEED_CTS, writes a CTS */
+  assert_false(done);
+  const double t0 = now_s();
+  done = 0;
+  while (!done && now_s() - t0 < WAIT_S) assert_int_equal(sk_test(s3, &done, NULL), 0);
+  assert_true(done);
+  assert_int_equal(recv_wait(r3), (int)sizeof c);
+  assert_memory_equal(rc, c, sizeof c);
+  /* the receiver announces now: a CTS-path isend to a known receive is queued, not written */
+  void *r4 = post_recv(&p, rc, sizeof rc), *s4 = NULL;
+  memset(rc, 0, sizeof rc);
+  assert_int_equal(sk_isend(p.s, c, sizeof c, 0, NULL, NULL, &s4), STRAND_SUCCESS);
+  assert_non_null(s4);
+  assert_int_equal(p.s->tx_len - p.s->tx_off, sizeof(sk_send_hdr_t) + sizeof c);
+  assert_int_equal(peer_unread(&p), 0);
+  done = 0;
+  assert_int_equal(sk_test(s4, &done, NULL), STRAND_SUCCESS);
+  assert_true(done);
+  assert_int_equal(recv_wait(r4), (int)sizeof c);
+  assert_memory_equal(rc, c, sizeof c);
+  pair_close(p);
+}
+
+/* Sends queued and never tested: the close writes them (as it does a partially written queue),
+ * and every message reaches the receiver intact. */
+static void test_defer_close_with_queue(void **state) {
+  (void)state;
+  pair_t p = pair_open();
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const size_t msize[1] = {8};
+  const uint8_t sched[2] = {0, 1};
+  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  enum { N = 3 };
+  static unsigned char s[N][64], r[N][64];
+  void *rreq[N], *sreq[N];
+  for (int m = 0; m < N; m++) {
+    memset(s[m], 0x40 + m, sizeof s[m]);
+    memset(r[m], 0, sizeof r[m]);
+    rreq[m] = post_recv(&p, r[m], sizeof r[m]);
+    sreq[m] = NULL;
+    assert_int_equal(sk_isend(p.s, s[m], sizeof s[m], 0, NULL, NULL, &sreq[m]), STRAND_SUCCESS);
+    assert_non_null(sreq[m]);
+  }
+  assert_true(p.s->tx_len > p.s->tx_off); /* the third is still queued */
+  comm_close(p.s);
+  for (int m = 0; m < N; m++) {
+    assert_int_equal(recv_wait(rreq[m]), 64);
+    assert_memory_equal(r[m], s[m], sizeof s[m]);
+  }
+  comm_close(p.r);
+}
+
+/* STRAND_SOCKET_SEND_WRITE as read at init: isend by default, a typo refused. Restores "test". */
+static void test_send_write_config(void **state) {
+  (void)state;
+  unsetenv("STRAND_SOCKET_SEND_WRITE");
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_false(sk_config()->send_write_test);
+  setenv("STRAND_SOCKET_SEND_WRITE", "tset", 1);
+  assert_int_not_equal(load_config(-1, 2), STRAND_SUCCESS);
+  setenv("STRAND_SOCKET_SEND_WRITE", "isend", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_false(sk_config()->send_write_test);
+  setenv("STRAND_SOCKET_SEND_WRITE", "test", 1);
+  assert_int_equal(load_config(-1, 2), STRAND_SUCCESS);
+  assert_true(sk_config()->send_write_test);
+}
+
+/* STRAND_SOCKET_HANDOFF as read at init: off by default; auto only with workers and >= 16 CPUs;
+ * 1 without workers is a WARN and off (nobody to hand to). Restores this group's settings. */
 static void test_handoff_config(void **state) {
   (void)state;
   assert_int_equal(load_config(-1, 64), STRAND_SUCCESS);
@@ -522,6 +692,13 @@ static int teardown_handoff(void **state) {
   return 0;
 }
 
+/* The default group's settings, with sends written from test(). */
+static int setup_defer(void **state) {
+  setenv("STRAND_SOCKET_SEND_WRITE", "test", 1);
+  if (setup(state) != 0 || !sk_config()->send_write_test) return -1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_interleaving),
@@ -540,6 +717,18 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_handoff_min_bytes),
     };
     return cmocka_run_group_tests_name("handoff", handoff, setup_handoff, teardown_handoff);
+  }
+  if (argc > 1 && strcmp(argv[1], "defer") == 0) {
+    const struct CMUnitTest defer[] = {
+        cmocka_unit_test(test_send_write_config),
+        cmocka_unit_test(test_every_interleaving),
+        cmocka_unit_test(test_no_cts_per_receive),
+        cmocka_unit_test(test_credits_exhausted),
+        cmocka_unit_test(test_eager_oversize),
+        cmocka_unit_test(test_defer_until_test),
+        cmocka_unit_test(test_defer_close_with_queue),
+    };
+    return cmocka_run_group_tests_name("defer", defer, setup_defer, NULL);
   }
   return cmocka_run_group_tests(tests, setup, NULL);
 }
