@@ -8,14 +8,9 @@
 # channels up to 64 KiB with NCCL's protocol), l1 (16K:1, then 1 channel LL up to 64 KiB).
 # Needs .e2e-carry and 4 GPUs.
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 . tests/e2e/runs/paired.sh
-export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B=$PAIRED_BUILTIN
-O=$PAIRED_OFI
-paired_banner
-[ "$(gpu_count)" -ge 4 ] || { echo "# fewer than 4 GPUs: nothing to do"; exit 0; }
-D=build-e2e/ofi10; rm -rf "$D"; mkdir -p "$D"
+paired_begin ofi10 4
 big='1M:2:simple,16M:2:simple'
 E2E_SIZES=16,8K,16K,32K,64K,128K,256K paired_rounds "$D/n4" 4 12 "${OFI_BUDGET_S:-130}" "$B" "E2E_NAME=ofi $O" \
   "E2E_NAME=c1 $O STRAND_OFI_TUNER_CHANNELS=16K:1,$big" "E2E_NAME=w1 $O STRAND_OFI_TUNER_CHANNELS=64K:1,$big" \

@@ -7,11 +7,7 @@
 set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
-export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B=$PAIRED_BUILTIN
-O=$PAIRED_OFI
-paired_banner
-D=build-e2e/ofi6; rm -rf "$D"; mkdir -p "$D"
+paired_begin ofi6
 CUDA_VISIBLE_DEVICES=0,1 NRANKS=2 E2E_SIZES=8,1K timeout 100 tests/e2e/run_e2e.sh sweep \
   "$O NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING" >"$D/info.txt" 2>&1
 cp build-e2e/log.sweep.rank0 "$D/info.log0" 2>/dev/null

@@ -5,11 +5,7 @@
 set -u
 cd "$(dirname "$0")/../../.."
 . tests/e2e/runs/paired.sh
-export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B=$PAIRED_BUILTIN
-O=$PAIRED_OFI
-paired_banner
-D=build-e2e/ofi7; rm -rf "$D"; mkdir -p "$D"
+paired_begin ofi7
 E2E_SIZES=64K,256K,1M paired_rounds "$D/n2" 2 16 "${OFI_BUDGET_S:-120}" "$B" "E2E_NAME=ofi $O" \
   "E2E_NAME=nccl $O STRAND_OFI_TUNER_CHANNELS=1G:0" "E2E_NAME=c4 $O STRAND_OFI_TUNER_CHANNELS=16K:0,1M:4:simple"
 python3 tests/e2e/runs/paired_table.py "$D/n2"

@@ -5,14 +5,9 @@
 # paired rounds of candidate defaults for 3+ nodes below 16 KiB, where the default bands leave
 # NCCL's own channel count: 1 or 2 channels, and Tree up to 16 KiB. Needs .e2e-carry and 4 GPUs.
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 . tests/e2e/runs/paired.sh
-export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
-B=$PAIRED_BUILTIN
-O=$PAIRED_OFI
-paired_banner
-[ "$(gpu_count)" -ge 4 ] || { echo "# fewer than 4 GPUs: nothing to do"; exit 0; }
-D=build-e2e/ofi9; rm -rf "$D"; mkdir -p "$D"
+paired_begin ofi9 4
 dbg='NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING'
 for c in ofi builtin; do
   e=$O; [ $c = builtin ] && e=$B

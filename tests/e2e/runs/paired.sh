@@ -49,3 +49,21 @@ paired_rounds() {
     fi
   done
 }
+
+# paired_begin NAME [MIN_GPUS]
+#   The start the ofi scripts share: NVLS off, ratios to the built-in Socket default
+#   (PAIRED_REFS=default), B and O set to PAIRED_BUILTIN and PAIRED_OFI, the banner printed, and
+#   D=build-e2e/NAME made empty. With MIN_GPUS, a host with fewer GPUs prints so and ends the script.
+paired_begin() {
+  export NCCL_NVLS_ENABLE=0 PAIRED_REFS=default
+  B=$PAIRED_BUILTIN
+  O=$PAIRED_OFI
+  paired_banner
+  if [ -n "${2:-}" ] && [ "$(gpu_count)" -lt "$2" ]; then
+    echo "# fewer than $2 GPUs: nothing to do"
+    exit 0
+  fi
+  D=build-e2e/$1
+  rm -rf "$D"
+  mkdir -p "$D"
+}
