@@ -49,6 +49,7 @@
 #include <time.h>
 
 #include "cs.h"
+#include "strand/clock.h"
 #include "strand/net_layer.h"
 #include "strand/params.h"
 #include "strand/reduce.h"
@@ -1177,13 +1178,7 @@ static bool cs_has_work(const cs_comm_t *c) {
 /* Sleeps on prog_wake until signalled or CS_PROG_SLEEP_NS passed. Under the lock, which the wait
  * releases meanwhile. */
 static void cs_progress_sleep(cs_comm_t *c) {
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_nsec += CS_PROG_SLEEP_NS;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-  }
+  struct timespec until = strand_deadline_in_ns(CLOCK_MONOTONIC, CS_PROG_SLEEP_NS);
   c->stats.prog_sleeps++;
   pthread_cond_timedwait(&c->prog_wake, &c->lock, &until); /* a timeout or a spurious wake: the
                                                               caller's loop checks again */

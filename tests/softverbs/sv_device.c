@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "strand/clock.h"
 #include "sv.h"
 
 static sv_device_t g_devs[SV_MAX_DEVS];
@@ -398,13 +399,7 @@ void sv_async_obj_retire(sv_context_t *c, sv_async_obj_t *o, const char *what)
              o->reported - o->acked);
       told = true;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100000000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = strand_deadline_in_ns(CLOCK_REALTIME, 100000000);
     pthread_cond_timedwait(&c->async_cond, &c->async_lock, &ts);
   }
   pthread_mutex_unlock(&c->async_lock);

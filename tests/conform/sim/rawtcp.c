@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "simperf.h"
+#include "strand/clock.h"
 
 #define RT_MAGIC 0x5354524e54435052ULL /* "STRNTCPR" */
 #define RT_IO_SLICE_S 0.2              /* blocking calls wake up this often to check for stop */
@@ -254,13 +255,7 @@ static void *stream_main(void *arg) {
     pthread_mutex_lock(&d->mu);
     atomic_fetch_add(&d->waiters, 1);
     while (atomic_load(&d->posted) <= k && !atomic_load(&t->stop)) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 100 * 1000 * 1000;
-      if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-      }
+      struct timespec ts = strand_deadline_in_ns(CLOCK_REALTIME, 100 * 1000 * 1000);
       pthread_cond_timedwait(&d->cv, &d->mu, &ts);
     }
     atomic_fetch_sub(&d->waiters, 1);
