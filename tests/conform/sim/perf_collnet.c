@@ -7,6 +7,8 @@
  * the gap is the CollNet's own (its per-call work and hand-offs), and the CollNet's own statistics
  * (collnet_stub's `closing:` INFO lines, shown with -v) say where a call's time goes.
  *
+ * Ranks: 2, or with --nranks N up to 8 (perf.c lets this table alone run at N > 2).
+ *
  * CollNet side (sim/collnet.c's set-up, shared through sim.h): one collComm per size row, ONE host
  * buffer [W send slots | W recv slots] of B bytes each registered twice on it (NCCL's send and
  * recv connectors), iallreduce of B bytes of float32 sum, issued until W are in flight (a NULL
@@ -14,16 +16,20 @@
  * The send slots hold each rank's data once (the GPU's staging is no proxy cost); after the timed
  * run every recv slot must equal the sum of every rank's data, or the row fails.
  *
- * Reference (perf.c's link and buffers): per call, B/2 bytes sent to and received from the peer
- * (reduce-scatter), then, once both completed, B/2 again each way (all-gather): the bytes a
- * 2-rank all-reduce must move. W calls in flight, every in-flight request tested. With
- * --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the shape of
- * collnet_stub's agreement header, so that its cost shows apart. Payloads all
+ * Reference (perf.c's link and buffers): per call, B/N bytes (rounded down) to and from each of the
+ * N-1 peers (reduce-scatter), then, once all of them completed, B/N again each way (all-gather):
+ * the bytes an N-rank all-reduce must move (at 2 ranks B/2 each way, twice). Beyond 2 ranks the
+ * peers are reached over a mesh of net comms, one send/recv pair per peer (ref_mesh_open: pair d
+ * sends to rank+d and receives from rank-d), so that one exchange's time can be set against the
+ * CollNet's at the same N on the same cores. W calls in flight, every in-flight request tested.
+ * With --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the
+ * shape of collnet_stub's agreement header, so that its cost shows apart. Payloads to one peer all
  * have the same size and the same pattern, so it does not matter which posted receive a message
- * lands in when the two ranks interleave their phases differently (receives of one irecv match
- * sends in posting order).
+ * lands in when the ranks interleave their phases differently (receives of one irecv match sends
+ * in posting order); each peer's messages land in their own share of the receive area, checked
+ * against that peer's pattern.
  *
- * GB/s in both columns = user bytes per rank (B per call) per second of the slower rank. */
+ * GB/s in both columns = user bytes per rank (B per call) per second of the slowest rank. */
 #include <stdlib.h>
 #include <string.h>
 
