@@ -272,7 +272,8 @@ int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long
     mine = want > (double)hi ? hi : want < (double)lo ? lo : (long)want;
   }
   long all[PERF_COLLNET_MAX_RANKS] = {0}; /* perf runs at 2..8 ranks (conform_cmd_perf) */
-  if (c->nranks > PERF_COLLNET_MAX_RANKS) return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
+  if (c->nranks > PERF_COLLNET_MAX_RANKS)
+    return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
   if (conform_allgather(c, &mine, sizeof mine, all)) {
     conform_fail(c, "bootstrap: %s", c->bs_error);
     return -1;
@@ -283,7 +284,8 @@ int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long
 
 int perf_agree_max(conform_ctx_t *c, double *v) {
   double all[PERF_COLLNET_MAX_RANKS];
-  if (c->nranks > PERF_COLLNET_MAX_RANKS) return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
+  if (c->nranks > PERF_COLLNET_MAX_RANKS)
+    return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
   if (conform_allgather(c, v, sizeof *v, all)) {
     conform_fail(c, "bootstrap: %s", c->bs_error);
     return -1;
