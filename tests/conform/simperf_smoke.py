@@ -7,11 +7,12 @@
   simperf_smoke.py --conform EXE perf PLUGIN
       perf with tiny sizes runs, prints a sane table and writes sane JSON. No timing is asserted:
       perf is a benchmark, the test only checks that it works.
-  simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce]
+  simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce] [-- --nranks N]
       perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
       thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers: the
       reference says so in its JSON); with --expect-fail, the table must
       fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
+      With --nranks N (N > 2) the JSON table must say "ranks": N.
 """
 import argparse
 import json
@@ -155,6 +156,7 @@ def cmd_perf(a, extra):
 
 def cmd_perf_collnet(a, extra):
     cid = "perf.collnet-allreduce"
+    nranks = int(extra[extra.index("--nranks") + 1]) if "--nranks" in extra else 2
     # the second run also puts a header message ahead of each reference payload (the stub's shape)
     for progress, headers in ([(None, False)] if a.expect_fail else [(None, False), ("thread", True)]):
         env = dict(os.environ)
@@ -197,6 +199,8 @@ def cmd_perf_collnet(a, extra):
             want_ref = "net+headers" if headers else "net"
             if t[0].get("collnet_reference") != want_ref:
                 return fail("JSON collnet_reference is %r, expected %r" % (t[0].get("collnet_reference"), want_ref))
+            if t[0].get("ranks", 2) != nranks:
+                return fail("JSON ranks is %r, expected %d" % (t[0].get("ranks"), nranks))
             r = t[0]["rows"][0]
             for k in ("window", "count", "time_us", "algbw_gbps", "ref_count", "ref_time_us",
                       "ref_algbw_gbps", "ratio"):

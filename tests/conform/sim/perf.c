@@ -133,7 +133,8 @@ int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
   memset(P, 0, sizeof *P);
   P->c = c;
   P->out = c->rank == 0 ? stdout : NULL;
-  if (c->nranks != 2) return conform_fail(c, "perf measures between exactly 2 ranks (--nranks 2)"), -1;
+  bool collnet = !strcmp(id, "perf.collnet-allreduce");
+  if (c->nranks != 2 && !collnet) return conform_fail(c, "perf measures between exactly 2 ranks (--nranks 2)"), -1;
   if (perf_opts.dev >= c->ndev)
     return conform_fail(c, "--dev %d but the plugin has %d devices", perf_opts.dev, c->ndev), -1;
   if (conform_props(c, perf_opts.dev, &P->props)) return -1;
@@ -142,7 +143,6 @@ int perf_open(perf_t *P, conform_ctx_t *c, const char *id, int slots) {
   P->link_open = true;
   size_t maxsz = perf_opts.max_bytes;
   if (!strcmp(id, "perf.depth-sweep")) maxsz = perf_opts.sweep_bytes;
-  bool collnet = !strcmp(id, "perf.collnet-allreduce");
   if (collnet) { /* the net reference moves half a call per message (perf_collnet.c) */
     maxsz = 0;
     for (int i = 0; i < perf_opts.n_collnet_bytes; i++)
@@ -203,9 +203,11 @@ void perf_close(perf_t *P) {
 void perf_header(perf_t *P, const char *id, const char *title) {
   perf_out(P, "#");
   perf_out(P, "# %s: %s", id, title);
+  char between[64] = "rank 0 <-> rank 1"; /* more ranks: perf --collnet only */
+  if (P->c->nranks > 2) snprintf(between, sizeof between, "ranks 0..%d", P->c->nranks - 1);
   perf_out(P, "# plugin \"%s\" (ncclNetPlugin_v%d) device %d \"%s\" (speed %d Mbps, maxRecvs %d), "
-           "rank 0 <-> rank 1", P->c->net->name ? P->c->net->name : "?", P->c->version,
-           perf_opts.dev, P->props.name ? P->props.name : "?", P->props.speed, P->props.maxRecvs);
+           "%s", P->c->net->name ? P->c->net->name : "?", P->c->version,
+           perf_opts.dev, P->props.name ? P->props.name : "?", P->props.speed, P->props.maxRecvs, between);
   if (P->have_ref)
     perf_out(P, "# reference: raw TCP, %d stream(s) per direction, %s (same sizes and depth)",
              perf_opts.ref_streams, P->ref_desc);
@@ -269,7 +271,9 @@ int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long
     double want = perf_opts.time_per_size / per;
     mine = want > (double)hi ? hi : want < (double)lo ? lo : (long)want;
   }
-  long all[2] = {0, 0};
+  long all[PERF_COLLNET_MAX_RANKS] = {0}; /* perf runs at 2..8 ranks (conform_cmd_perf) */
+  if (c->nranks > PERF_COLLNET_MAX_RANKS)
+    return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
   if (conform_allgather(c, &mine, sizeof mine, all)) {
     conform_fail(c, "bootstrap: %s", c->bs_error);
     return -1;
@@ -279,12 +283,16 @@ int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long
 }
 
 int perf_agree_max(conform_ctx_t *c, double *v) {
-  double all[2];
+  double all[PERF_COLLNET_MAX_RANKS];
+  if (c->nranks > PERF_COLLNET_MAX_RANKS)
+    return conform_fail(c, "perf runs at most %d ranks", PERF_COLLNET_MAX_RANKS), -1;
   if (conform_allgather(c, v, sizeof *v, all)) {
     conform_fail(c, "bootstrap: %s", c->bs_error);
     return -1;
   }
-  *v = all[0] > all[1] ? all[0] : all[1];
+  *v = all[0];
+  for (int r = 1; r < c->nranks; r++)
+    if (all[r] > *v) *v = all[r];
   return 0;
 }
 
@@ -704,14 +712,16 @@ static void perf_usage(void) {
     "  --collnet            also measure CollNet all-reduce (perf.collnet-allreduce; needs the\n"
     "                       library's ncclCollNetPlugin_v* table): float32 sum, calls in flight\n"
     "                       like NCCL's CollNetChain proxy, next to the same bytes through the net\n"
-    "                       plugin (per call B/2 each way, twice); NCCL_DEBUG=INFO with -v\n"
+    "                       plugin (per call B/N to and from each of the N-1 peers, twice);\n"
+    "                       also at --nranks 3..8 (then only this table runs); NCCL_DEBUG=INFO with -v\n"
     "                       shows the CollNet's own log (collnet_stub: its closing: lines)\n"
     "  --collnet-window W   all-reduce calls in flight (default 8 = NCCL_STEPS, at most 32)\n"
     "  --collnet-bytes LIST bytes per call, comma-separated, multiples of 8 (default 256K,1M,2M)\n"
     "  --collnet-ref-headers  the net reference sends a 64-byte message ahead of each payload, as\n"
     "                       collnet_stub does (its cost, measured apart)\n"
     "  --dev D              plugin device (default 0)\n"
-    "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts).\n"
+    "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts); perf\n"
+    "--collnet also between 3..8 ranks (--nranks N), its table alone.\n"
     "A benchmark: rows fail only when a measurement could not run or data arrived corrupted.\n");
 }
 
@@ -781,8 +791,12 @@ int conform_cmd_perf(int argc, char **argv) {
     fprintf(stderr, "strand-conform perf: one PLUGIN argument expected\n");
     return 2;
   }
-  if (conform_opts.nranks != 2) {
-    fprintf(stderr, "strand-conform perf: measures between 2 ranks; use --nranks 2\n");
+  /* The point-to-point tables are between 2 ranks; the CollNet table and its net reference (a mesh
+   * of net comms) run at N ranks too, as NCCL's CollNet does. */
+  if (conform_opts.nranks != 2 &&
+      (!perf_opts.collnet || conform_opts.nranks < 2 || conform_opts.nranks > PERF_COLLNET_MAX_RANKS)) {
+    fprintf(stderr, "strand-conform perf: --nranks %d: perf measures between 2 ranks; only perf "
+            "--collnet also runs at 3..%d ranks\n", conform_opts.nranks, PERF_COLLNET_MAX_RANKS);
     return 2;
   }
   if (perf_opts.min_bytes > perf_opts.max_bytes) {
@@ -830,9 +844,11 @@ int conform_cmd_perf(int argc, char **argv) {
     if (!strcmp(k->id, "perf.latency") && perf_opts.no_lat) continue;
     if (!strcmp(k->id, "perf.bw-bi") && perf_opts.no_bi) continue;
     if (!strcmp(k->id, "perf.collnet-allreduce") && !perf_opts.collnet) continue;
+    if (strcmp(k->id, "perf.collnet-allreduce") && conform_opts.nranks != 2) continue;
     k->timeout_s = !strcmp(k->id, "perf.latency") ? bound * 2 : bound;
     if (!strcmp(k->id, "perf.collnet-allreduce")) /* two measurements a row, a collComm set-up each */
-      k->timeout_s = 60 + (unsigned)((perf_opts.time_per_size * 2 + 2.5) * 2 * perf_opts.n_collnet_bytes * 2);
+      k->timeout_s = 60 + (unsigned)((perf_opts.time_per_size * 2 + 2.5) * 2 * perf_opts.n_collnet_bytes * 2) +
+                     30 * (unsigned)(conform_opts.nranks - 2); /* each further rank: a mesh link, a CollNet peer */
     if (conform_check_selected(k, &conform_opts)) sel[n++] = k;
   }
   if (n == 0) {

@@ -64,6 +64,7 @@ int perf_svg_write(const char *parts, const char *svg_path, const char *date, co
 /* ------------------------------------------------------------------ what the checks share (perf.c) */
 
 #define PERF_COLLNET_SIZES 16
+#define PERF_COLLNET_MAX_RANKS 8 /* perf --collnet --nranks N: N in 2..8 */
 
 /* perf's options (perf.c parses them). */
 typedef struct {
@@ -126,7 +127,7 @@ void perf_json_flush(perf_t *P);
 /* The table's title lines and the JSON fields every table starts with. */
 void perf_header(perf_t *P, const char *id, const char *title);
 /* Warm-up and fewest timed iterations for a size; the iteration count that fills --time at the
- * warm-up's pace (rank 0's choice, agreed by all); the larger of both ranks' values. */
+ * warm-up's pace (rank 0's choice, agreed by all); the largest of every rank's values. */
 long perf_warm_groups(size_t size, int depth);
 long perf_min_groups(size_t size);
 int perf_agree_iters(conform_ctx_t *c, double warm_s, long warm_n, long lo, long hi, long *iters);

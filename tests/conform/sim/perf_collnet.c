@@ -7,6 +7,8 @@
  * the gap is the CollNet's own (its per-call work and hand-offs), and the CollNet's own statistics
  * (collnet_stub's `closing:` INFO lines, shown with -v) say where a call's time goes.
  *
+ * Ranks: 2, or with --nranks N up to 8 (perf.c lets this table alone run at N > 2).
+ *
  * CollNet side (sim/collnet.c's set-up, shared through sim.h): one collComm per size row, ONE host
  * buffer [W send slots | W recv slots] of B bytes each registered twice on it (NCCL's send and
  * recv connectors), iallreduce of B bytes of float32 sum, issued until W are in flight (a NULL
@@ -14,16 +16,20 @@
  * The send slots hold each rank's data once (the GPU's staging is no proxy cost); after the timed
  * run every recv slot must equal the sum of every rank's data, or the row fails.
  *
- * Reference (perf.c's link and buffers): per call, B/2 bytes sent to and received from the peer
- * (reduce-scatter), then, once both completed, B/2 again each way (all-gather): the bytes a
- * 2-rank all-reduce must move. W calls in flight, every in-flight request tested. With
- * --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the shape of
- * collnet_stub's agreement header, so that its cost shows apart. Payloads all
+ * Reference (perf.c's link and buffers): per call, B/N bytes (rounded down) to and from each of the
+ * N-1 peers (reduce-scatter), then, once all of them completed, B/N again each way (all-gather):
+ * the bytes an N-rank all-reduce must move (at 2 ranks B/2 each way, twice). Beyond 2 ranks the
+ * peers are reached over a mesh of net comms, one send/recv pair per peer (ref_mesh_open: pair d
+ * sends to rank+d and receives from rank-d), so that one exchange's time can be set against the
+ * CollNet's at the same N on the same cores. W calls in flight, every in-flight request tested.
+ * With --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the
+ * shape of collnet_stub's agreement header, so that its cost shows apart. Payloads to one peer all
  * have the same size and the same pattern, so it does not matter which posted receive a message
- * lands in when the two ranks interleave their phases differently (receives of one irecv match
- * sends in posting order).
+ * lands in when the ranks interleave their phases differently (receives of one irecv match sends
+ * in posting order); each peer's messages land in their own share of the receive area, checked
+ * against that peer's pattern.
  *
- * GB/s in both columns = user bytes per rank (B per call) per second of the slower rank. */
+ * GB/s in both columns = user bytes per rank (B per call) per second of the slowest rank. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,7 +148,75 @@ out:
 
 /* ------------------------------------------------------------------ net reference loop */
 
-/* One message pair of a reference call's exchange: its send and receive, posted and done. */
+/* The reference's mesh: link d-1 sends to rank+d and receives from rank-d (d = 1..N-1), as sim's
+ * P2P engine builds it. Link 0 is perf_open's ring link (at 2 ranks the only one); the others are
+ * opened here, with the same send buffer and receive area registered on their comms. */
+typedef struct {
+  void *send_comm, *recv_comm, *smh, *rmh;
+  int from; /* the rank this link receives from */
+} ref_link_t;
+typedef struct {
+  int n; /* links: N-1 */
+  ref_link_t l[PERF_COLLNET_MAX_RANKS - 1];
+  conform_link_t extra[PERF_COLLNET_MAX_RANKS - 1]; /* [d-1] for d >= 2 */
+  void *extra_smh[PERF_COLLNET_MAX_RANKS - 1], *extra_rmh[PERF_COLLNET_MAX_RANKS - 1];
+  bool extra_open[PERF_COLLNET_MAX_RANKS - 1];
+} ref_mesh_t;
+
+/* 0, or -1 with the failure recorded (ref_mesh_close is due either way). */
+static int ref_mesh_open(perf_t *P, ref_mesh_t *M) {
+  conform_ctx_t *c = P->c;
+  const int R = c->nranks;
+  memset(M, 0, sizeof *M);
+  M->n = R - 1;
+  M->l[0] = (ref_link_t){P->link.send_comm, P->link.recv_comm, P->px.smh, P->px.rmh, c->prev};
+  int saved_next = c->next, saved_prev = c->prev;
+  for (int d = 2; d < R; d++) {
+    c->next = (c->rank + d) % R;
+    c->prev = (c->rank - d + R) % R;
+    int rc = conform_link_open(c, perf_opts.dev, &M->extra[d - 1]);
+    int from = c->prev;
+    c->next = saved_next;
+    c->prev = saved_prev;
+    if (rc) return -1;
+    M->extra_open[d - 1] = true;
+    conform_link_t *k = &M->extra[d - 1];
+    if (conform_reg(c, k->send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &M->extra_smh[d - 1]) ||
+        conform_reg(c, k->recv_comm, P->B.rarea, P->B.rarea_len, STRAND_PTR_HOST, &M->extra_rmh[d - 1]))
+      return -1;
+    M->l[d - 1] = (ref_link_t){k->send_comm, k->recv_comm, M->extra_smh[d - 1], M->extra_rmh[d - 1], from};
+  }
+  return 0;
+}
+
+static void ref_mesh_close(perf_t *P, ref_mesh_t *M) {
+  conform_ctx_t *c = P->c;
+  for (int i = 1; i < PERF_COLLNET_MAX_RANKS - 1; i++) {
+    if (!M->extra_open[i]) continue;
+    if (M->extra_smh[i]) conform_dereg(c, M->extra[i].send_comm, M->extra_smh[i]);
+    if (M->extra_rmh[i]) conform_dereg(c, M->extra[i].recv_comm, M->extra_rmh[i]);
+    conform_link_close(c, &M->extra[i]);
+  }
+  memset(M, 0, sizeof *M);
+}
+
+/* Receive slot `local` of the messages from link i: each link has its own share of the area's
+ * distinct slots (at 2 ranks: the whole area, slot `local` as before), wrapping within it. */
+static unsigned char *ref_slot(const perf_t *P, const ref_mesh_t *M, size_t len, int i, int local,
+                               int *per_link) {
+  int nslots = 1;
+  perf_rslot(&P->B, len, 0, &nslots);
+  int s = nslots / M->n > 0 ? nslots / M->n : 1;
+  if (per_link) *per_link = s;
+  return perf_rslot(&P->B, len, (long)i * s + local % s, NULL);
+}
+
+/* What a rank's send buffer holds (perf_bufs_alloc's pattern: its seed names rank 1 for rank 0,
+ * rank 0 for every other), so that data from any peer can be checked. */
+static uint64_t ref_seed_of(int rank) { return conform_seed(rank, rank == 0 ? 1 : 0, 0x50455246); }
+
+/* One message pair of a reference call's exchange with one peer: its send and receive, posted
+ * and done. */
 typedef struct {
   void *sreq, *rreq;
   bool sp, rp, sd, rd;
@@ -152,28 +226,32 @@ typedef struct {
  * (collnet_stub's shape); otherwise the payload alone. */
 #define REF_HDR_BYTES 64
 typedef struct {
-  int phase;        /* 0 reduce-scatter, 1 all-gather, 2 done */
-  ref_msg_t msg[2]; /* [0] the header (with --collnet-ref-headers), [1] the payload */
+  int phase; /* 0 reduce-scatter, 1 all-gather, 2 done */
+  /* per link: [0] the header (with --collnet-ref-headers), [1] the payload */
+  ref_msg_t msg[PERF_COLLNET_MAX_RANKS - 1][2];
 } ref_call_t;
 
 /* Posts what is not posted yet and tests what is not done of one message pair; 0, or -1 (recorded). */
-static int ref_msg_step(perf_t *P, ref_msg_t *m, void *rbuf, size_t len, const char *what) {
+static int ref_msg_step(perf_t *P, const ref_link_t *L, ref_msg_t *m, void *rbuf, size_t len,
+                        const char *what) {
   conform_ctx_t *c = P->c;
-  int rtag = P->B.peer;
+  int rtag = L->from;
+  void *rmh = L->rmh;
   if (!m->rp) {
     size_t sz = len;
-    if (simperf_try_irecv(c, P->link.recv_comm, 1, &rbuf, &sz, &rtag, &P->px.rmh, false, &m->rreq)) return -1;
+    if (simperf_try_irecv(c, L->recv_comm, 1, &rbuf, &sz, &rtag, &rmh, false, &m->rreq)) return -1;
     m->rp = m->rreq != NULL;
   }
   if (!m->sp) {
-    if (simperf_try_isend(c, P->link.send_comm, P->B.sbuf, len, c->rank, P->px.smh, &m->sreq)) return -1;
+    if (simperf_try_isend(c, L->send_comm, P->B.sbuf, len, c->rank, L->smh, &m->sreq)) return -1;
     m->sp = m->sreq != NULL;
   }
   if (m->rp && !m->rd) {
     int d = 0, sz = 0;
     if (simperf_try_test(c, m->rreq, &d, &sz, what)) return -1;
     if (d && (size_t)sz != len)
-      return conform_fail(c, "%s: a receive reported %d bytes, %zu were sent", what, sz, len), -1;
+      return conform_fail(c, "%s: a receive from rank %d reported %d bytes, %zu were sent", what, L->from,
+                          sz, len), -1;
     m->rd = d;
   }
   if (m->sp && !m->sd) {
@@ -184,10 +262,11 @@ static int ref_msg_step(perf_t *P, ref_msg_t *m, void *rbuf, size_t len, const c
   return 0;
 }
 
-static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, double *elapsed) {
+static int ref_run(perf_t *P, const ref_mesh_t *M, size_t b, int w, long calls, const char *what,
+                   double *elapsed) {
   conform_ctx_t *c = P->c;
-  size_t h = b / 2;
-  ref_call_t v[STRAND_NET_MAX_REQUESTS];
+  size_t h = b / (size_t)c->nranks;
+  static ref_call_t v[STRAND_NET_MAX_REQUESTS]; /* too large for a check child's stack at 8 ranks */
   long next = 0, done = 0;
   const bool hdr = perf_opts.collnet_ref_headers;
   conform_phase(c, "%s", what);
@@ -199,12 +278,18 @@ static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, dou
       ref_call_t *x = &v[k % w];
       if (x->phase == 2) continue; /* complete, retired once the older ones are */
       int slot = 2 * (int)(k % w) + x->phase;
-      /* headers land beyond the payload slots (ref_measure checks the area holds them) */
-      if (hdr && ref_msg_step(P, &x->msg[0], perf_rslot(&P->B, h, 2 * w + slot, NULL), REF_HDR_BYTES, what))
-        return -1;
-      if (ref_msg_step(P, &x->msg[1], perf_rslot(&P->B, h, slot, NULL), h, what)) return -1;
-      bool hdone = !hdr || (x->msg[0].rd && x->msg[0].sd);
-      if (hdone && x->msg[1].rd && x->msg[1].sd) {
+      bool all = true;
+      for (int i = 0; i < M->n; i++) {
+        ref_msg_t *m = x->msg[i];
+        /* headers land beyond the payload slots (ref_measure checks the area holds them) */
+        if (hdr && ref_msg_step(P, &M->l[i], &m[0], ref_slot(P, M, h, i, 2 * w + slot, NULL), REF_HDR_BYTES,
+                                what))
+          return -1;
+        if (ref_msg_step(P, &M->l[i], &m[1], ref_slot(P, M, h, i, slot, NULL), h, what)) return -1;
+        bool hdone = !hdr || (m[0].rd && m[0].sd);
+        all = all && hdone && m[1].rd && m[1].sd;
+      }
+      if (all) { /* every peer's exchange of this phase is done: the next phase starts */
         int phase = x->phase + 1;
         memset(x, 0, sizeof *x);
         x->phase = phase;
@@ -221,26 +306,30 @@ static int ref_run(perf_t *P, size_t b, int w, long calls, const char *what, dou
   return 0;
 }
 
-static int ref_measure(perf_t *P, size_t b, int w, cn_res_t *res) {
+static int ref_measure(perf_t *P, const ref_mesh_t *M, size_t b, int w, cn_res_t *res) {
   conform_ctx_t *c = P->c;
   char what[128], szs[32];
   snprintf(what, sizeof what, "perf collnet reference (net plugin), %s, %d in flight",
            simperf_size_str(b, szs, sizeof szs), w);
+  size_t h = b / (size_t)c->nranks;
   long warm = perf_warm_groups(b, w), iters;
   double t = 0;
-  if (ref_run(P, b, w, warm, what, &t) || perf_agree_max(c, &t)) return -1;
+  if (ref_run(P, M, b, w, warm, what, &t) || perf_agree_max(c, &t)) return -1;
   long lo = perf_min_groups(b) > w ? perf_min_groups(b) : w;
   if (perf_agree_iters(c, t, warm, lo, 1000000, &iters)) return -1;
-  int nslots = 1;
-  perf_rslot(&P->B, b / 2, 0, &nslots);
-  int used = 2 * w < nslots ? 2 * w : nslots;
-  for (int m = 0; m < used; m++) memset(perf_rslot(&P->B, b / 2, m, NULL), 0, b / 2);
-  if (ref_run(P, b, w, iters, what, &t) || perf_agree_max(c, &t)) return -1;
-  for (int m = 0; m < used; m++) {
-    long long bad = conform_verify(perf_rslot(&P->B, b / 2, m, NULL), b / 2, P->B.seed_peer);
-    if (bad >= 0)
-      return conform_fail(c, "%s: received data differs at byte %lld of %zu", what, bad, b / 2), -1;
-  }
+  int per_link = 1;
+  ref_slot(P, M, h, 0, 0, &per_link);
+  int used = 2 * w < per_link ? 2 * w : per_link;
+  for (int i = 0; i < M->n; i++)
+    for (int m = 0; m < used; m++) memset(ref_slot(P, M, h, i, m, NULL), 0, h);
+  if (ref_run(P, M, b, w, iters, what, &t) || perf_agree_max(c, &t)) return -1;
+  for (int i = 0; i < M->n; i++)
+    for (int m = 0; m < used; m++) {
+      long long bad = conform_verify(ref_slot(P, M, h, i, m, NULL), h, ref_seed_of(M->l[i].from));
+      if (bad >= 0)
+        return conform_fail(c, "%s: data received from rank %d differs at byte %lld of %zu", what,
+                            M->l[i].from, bad, h), -1;
+    }
   res->count = iters;
   res->time_us = t * 1e6 / (double)iters;
   res->gbps = t > 0 ? (double)b * (double)iters / t / 1e9 : 0;
@@ -254,10 +343,13 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   if (!c->collnet) return conform_skip(c, "the library exports no ncclCollNetPlugin_v* symbol");
   int w = perf_opts.collnet_window;
   perf_t P;
+  ref_mesh_t M;
+  memset(&M, 0, sizeof M);
+  const int links = c->nranks - 1;
   /* --collnet-ref-headers: the headers' receive slots follow the payloads' (ref_run); a header
    * carries the first bytes of the same pattern, so one landing on a payload slot of a small area
    * would still verify. */
-  if (perf_open(&P, c, id, perf_opts.collnet_ref_headers ? 3 * w : 2 * w)) {
+  if (perf_open(&P, c, id, (perf_opts.collnet_ref_headers ? 3 * w : 2 * w) * links)) {
     perf_close(&P);
     return CONFORM_FAIL;
   }
@@ -265,6 +357,10 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   if (w > P.max_depth) {
     st = conform_fail(c, "--collnet-window %d exceeds the %d requests per comm NCCL allows at ABI v%d "
                       "(the net reference keeps that many in flight)", w, P.max_depth, c->version);
+    goto out;
+  }
+  if (ref_mesh_open(&P, &M)) {
+    st = CONFORM_FAIL;
     goto out;
   }
   int sup = 0;
@@ -282,13 +378,19 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   perf_out(&P, "# collnet: device 0 \"%s\", maxCollBytes %zu; per size one collComm, one host buffer "
            "[%d send | %d recv slots] registered twice, test() of the oldest call",
            cp.name ? cp.name : "?", cp.maxCollBytes, w, w);
-  perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
-           "completed (2-rank reduce-scatter + all-gather), %d calls in flight%s", w,
-           perf_opts.collnet_ref_headers ? "; a 64-byte header message ahead of each payload "
-                                           "(--collnet-ref-headers)" : "");
+  const char *hdrs = perf_opts.collnet_ref_headers ? "; a 64-byte header message ahead of each payload "
+                                                     "(--collnet-ref-headers)" : "";
+  if (c->nranks == 2)
+    perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
+             "completed (2-rank reduce-scatter + all-gather), %d calls in flight%s", w, hdrs);
+  else
+    perf_out(&P, "# reference: the net plugin over a mesh (one comm pair per peer), per call B/%d sent to "
+             "and received from each of the %d peers, then again once all completed (%d-rank "
+             "reduce-scatter + all-gather), %d calls in flight%s", c->nranks, links, c->nranks, w, hdrs);
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
            "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
   perf_json(&P, ",\"collnet_reference\":\"%s\",", perf_opts.collnet_ref_headers ? "net+headers" : "net");
+  if (c->nranks > 2) perf_json(&P, "\"ranks\":%d,", c->nranks); /* absent: 2 */
   perf_json(&P, "\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
             "\"rows\":[", w);
   perf_out(&P, "# %12s %6s %10s %11s %12s | %10s %12s %15s %7s", "size(B)", "window", "count",
@@ -304,7 +406,7 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
       continue;
     }
     cn_res_t r = {0}, q = {0};
-    if (cn_measure(c, b, w, &r) || ref_measure(&P, b, w, &q)) {
+    if (cn_measure(c, b, w, &r) || ref_measure(&P, &M, b, w, &q)) {
       st = CONFORM_FAIL;
       break;
     }
@@ -332,6 +434,7 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
                  peak_ref > 0 ? peak / peak_ref : 0);
   }
 out:
+  ref_mesh_close(&P, &M);
   perf_close(&P);
   return st == CONFORM_PASS && c->status == CONFORM_FAIL ? CONFORM_FAIL : st;
 }

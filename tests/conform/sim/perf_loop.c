@@ -41,7 +41,9 @@ int perf_bufs_alloc(conform_ctx_t *c, bufs_t *B, size_t max_size, int slots_want
   B->peer = c->rank == 0 ? 1 : 0;
   B->sbuf_len = max_size ? max_size : 1;
   size_t want = (size_t)slots_wanted * B->sbuf_len;
-  size_t cap = PERF_AREA_MAX > B->sbuf_len ? PERF_AREA_MAX : B->sbuf_len;
+  /* One area's worth per peer: at N ranks (perf --collnet) each of the N-1 peers gets its share. */
+  size_t cap = (PERF_AREA_MAX > B->sbuf_len ? PERF_AREA_MAX : B->sbuf_len) *
+               (size_t)(c->nranks > 2 ? c->nranks - 1 : 1);
   B->rarea_len = want < cap ? want : cap;
   B->rarea_len = (B->rarea_len + 4095) & ~(size_t)4095;
   if (posix_memalign((void **)&B->sbuf, 4096, B->sbuf_len) ||
