@@ -166,6 +166,16 @@ static void run(pair_t p, recv_t *rv, int nr, const int *mtag, const size_t *msi
     }
 }
 
+/* n exchanges of one 8-byte message with tag 0 into a one-entry receive, the sender first: the
+ * warm-up most tests start with (credits read, the receiver in its quiet mode, a worker awake). */
+static void run_small(pair_t p, int n) {
+  recv_t rv[1] = {{1, {0}, {0}}};
+  const int mtag[1] = {0};
+  const size_t msize[1] = {8};
+  const uint8_t sched[2] = {0, 1};
+  for (int k = 0; k < n; k++) run(p, rv, 1, mtag, msize, 1, sched);
+}
+
 /* Every interleaving of 4 receives ({any}, {1, 2}, {any}, {2, 1, 1}) and 7 sends, with every mix of
  * eager (8 B), CTS-path (8193 B, above the eager limit) and empty messages on one connection:
  * C(11, 4) = 330 orders x 3 size mixes per message pattern below. */
@@ -203,14 +213,10 @@ static void test_every_interleaving(void **state) {
 static void test_no_cts_per_receive(void **state) {
   (void)state;
   pair_t p = pair_open();
-  recv_t rv[1] = {{1, {0}, {0}}};
-  const int mtag[1] = {0};
-  const size_t msize[1] = {8};
-  const uint8_t sched[2] = {0, 1};
-  for (int k = 0; k < 16; k++) run(p, rv, 1, mtag, msize, 1, sched); /* warm up: mode switch */
+  run_small(p, 16); /* warm up: mode switch */
   uint64_t cts0 = p.r->cts_written, eager0 = p.r->eager_total;
   uint32_t granted0 = p.r->credits_granted;
-  for (int k = 0; k < 640; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  run_small(p, 640);
   assert_int_equal(p.r->cts_written, cts0);
   assert_int_equal(p.r->eager_total - eager0, 640);
   /* 640 credits used: 20 returns of 32 */
@@ -341,11 +347,7 @@ static void test_handoff_write_error(void **state) {
   pair_t p = pair_open();
   unsigned char buf[8] = {1};
   /* one exchange first: credits read, the worker spinning */
-  recv_t rv[1] = {{1, {0}, {0}}};
-  const int mtag[1] = {0};
-  const size_t msize[1] = {8};
-  const uint8_t sched[2] = {0, 1};
-  for (int k = 0; k < 4; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  run_small(p, 4);
   wait_spinning(p.s);
   const uint64_t before = p.s->handoff->msgs;
   close(p.r->ctrl_fd);
@@ -509,11 +511,7 @@ static void test_defer_until_test(void **state) {
   (void)state;
   pair_t p = pair_open();
   assert_true(p.s->defer_sends);
-  recv_t rv[1] = {{1, {0}, {0}}};
-  const int mtag[1] = {0};
-  const size_t msize[1] = {8};
-  const uint8_t sched[2] = {0, 1};
-  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, msize, 1, sched); /* credits read, quiet mode */
+  run_small(p, 8); /* credits read, quiet mode */
   assert_int_equal(peer_unread(&p), 0);
 
   static unsigned char a[8], b[8], c[8193], ra[8], rb[8], rc[8193];
@@ -594,11 +592,7 @@ static void test_defer_until_test(void **state) {
 static void test_defer_close_with_queue(void **state) {
   (void)state;
   pair_t p = pair_open();
-  recv_t rv[1] = {{1, {0}, {0}}};
-  const int mtag[1] = {0};
-  const size_t msize[1] = {8};
-  const uint8_t sched[2] = {0, 1};
-  for (int k = 0; k < 8; k++) run(p, rv, 1, mtag, msize, 1, sched);
+  run_small(p, 8);
   enum { N = 3 };
   static unsigned char s[N][64], r[N][64];
   void *rreq[N], *sreq[N];
