@@ -147,6 +147,27 @@ static bool ctrl_handoff(sk_comm_t *c, const void *hdr, size_t hl, const void *p
   return true;
 }
 
+/* Accepts header + payload of which the socket took the first `sent` bytes: the rest joins the
+ * proxy's queue (copied, so the caller's buffers are free once this returns true). */
+static bool ctrl_queue(sk_comm_t *c, const void *hdr, size_t hl, const void *payload, size_t pl,
+                       size_t sent) {
+  c->tx_accepted += hl + pl;
+  if (sent == hl + pl) return true;
+  if (!tx_reserve(c, hl + pl - sent)) return false;
+  if (sent < hl) {
+    memcpy(c->tx + c->tx_len, (const char *)hdr + sent, hl - sent);
+    c->tx_len += hl - sent;
+    sent = 0;
+  } else {
+    sent -= hl;
+  }
+  if (pl > sent) { /* a header-only message has payload NULL: memcpy from NULL is undefined */
+    memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
+    c->tx_len += pl - sent;
+  }
+  return true;
+}
+
 /* Sends header + payload now if nothing is queued ahead; queues what the socket did not take.
  * Once this returns true the caller's payload buffer is no longer needed. */
 static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payload, size_t pl) {
@@ -173,20 +194,7 @@ static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payl
     if (handoff_live(c) && handoff_size(c, hl + pl)) sk_worker_want_spin(c->ctrl_worker);
   }
   c->tx_written += sent;
-  c->tx_accepted += hl + pl;
-  if (sent == hl + pl) return true;
-  if (!tx_reserve(c, hl + pl - sent)) return false;
-  if (sent < hl) {
-    memcpy(c->tx + c->tx_len, (const char *)hdr + sent, hl - sent);
-    c->tx_len += hl - sent;
-    sent = 0;
-  } else {
-    sent -= hl;
-  }
-  if (pl > sent) { /* a header-only message has payload NULL: memcpy from NULL is undefined */
-    memcpy(c->tx + c->tx_len, (const char *)payload + sent, pl - sent);
-    c->tx_len += pl - sent;
-  }
+  if (!ctrl_queue(c, hdr, hl, payload, pl, sent)) return false;
   return write_queue ? ctrl_flush(c) : true;
 }
 
@@ -200,16 +208,8 @@ static bool ctrl_send(sk_comm_t *c, const void *hdr, size_t hl, const void *payl
  * returns true the caller's payload buffer is no longer needed (it was copied). */
 static bool ctrl_send_small(sk_comm_t *c, const void *hdr, size_t hl, const void *payload,
                             size_t pl) {
-  if (!ctrl_defer(c)) return ctrl_send(c, hdr, hl, payload, pl);
-  if (!tx_reserve(c, hl + pl)) return false;
-  memcpy(c->tx + c->tx_len, hdr, hl);
-  c->tx_len += hl;
-  if (pl > 0) {
-    memcpy(c->tx + c->tx_len, payload, pl);
-    c->tx_len += pl;
-  }
-  c->tx_accepted += hl + pl;
-  return true;
+  if (ctrl_defer(c)) return ctrl_queue(c, hdr, hl, payload, pl, 0);
+  return ctrl_send(c, hdr, hl, payload, pl);
 }
 
 static void protocol_error(sk_comm_t *c, const char *what) {
