@@ -271,6 +271,10 @@ typedef struct {
 /* Ring link on `dev`: listen, allgather handles, then connect to next / accept from prev,
  * retrying both until up, closeListen right after accept (§6.1). */
 int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l);
+/* The same between rank+d (send) and rank-d (receive), d in 1..nranks-1 (d = 1: the ring link):
+ * one link of a full mesh, as sim's P2P engine and perf --collnet's reference build it. Every rank
+ * must call it with the same d at the same point. c->next / c->prev are left as they were. */
+int conform_link_open_at(conform_ctx_t *c, int dev, int d, conform_link_t *l);
 /* The same for a plugin reporting NCCL_NET_DEVICE_UNPACK: accept gets a pointer to *dh, zeroed
  * and pre-filled with UNPACK / 0x7 the way NCCL's core hands it over (spec device-unpack §2.1). */
 int conform_link_open_unpack(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *dh);

@@ -526,6 +526,17 @@ int conform_link_open(conform_ctx_t *c, int dev, conform_link_t *l) {
   return link_open(c, dev, l, NULL);
 }
 
+int conform_link_open_at(conform_ctx_t *c, int dev, int d, conform_link_t *l) {
+  /* link_open pairs c->next with c->prev; the distance is theirs for the duration of the call. */
+  const int R = c->nranks, saved_next = c->next, saved_prev = c->prev;
+  c->next = (c->rank + d) % R;
+  c->prev = (c->rank - d % R + R) % R;
+  int rc = link_open(c, dev, l, NULL);
+  c->next = saved_next;
+  c->prev = saved_prev;
+  return rc;
+}
+
 int conform_link_open_unpack(conform_ctx_t *c, int dev, conform_link_t *l, strand_dev_handle_t *dh) {
   /* As NCCL does for an UNPACK plugin: a zeroed handle, pre-filled with type and version. */
   memset(dh, 0, sizeof *dh);

@@ -319,15 +319,14 @@ conform_status_t sim_p2p_alltoall_grouped(conform_ctx_t *c) {
   size_t region = (size_t)P.L * (size_t)P.depth * SIM_P2P_CHUNK;
   P.spool_len = P.rpool_len = region * (size_t)P.nlinks;
   conform_status_t st = CONFORM_FAIL;
-  int saved_next = c->next, saved_prev = c->prev;
   if (!P.links || !P.smh || !P.rmh || posix_memalign((void **)&P.spool, 4096, P.spool_len) ||
       posix_memalign((void **)&P.rpool, 4096, P.rpool_len)) {
     conform_fail(c, "out of memory for %zu-byte shared pools", P.spool_len);
     goto out;
   }
   memset(P.rpool, 0, P.rpool_len);
-  /* A full mesh: for each distance d, a ring "send to rank+d, receive from rank-d" (the harness's
-   * link helper pairs c->next with c->prev), once per destination local rank and channel. */
+  /* A full mesh: for each distance d, a ring "send to rank+d, receive from rank-d"
+   * (conform_link_open_at), once per destination local rank and channel. */
   int li = 0;
   for (int d = 1; d < R; d++)
     for (int k = 0; k < P.L; k++)
@@ -337,12 +336,7 @@ conform_status_t sim_p2p_alltoall_grouped(conform_ctx_t *c) {
         l->k = k;
         l->ch = ch;
         l->s_pool_off = l->r_pool_off = region * (size_t)li;
-        c->next = (c->rank + d) % R;
-        c->prev = (c->rank - d + R) % R;
-        int rc = conform_link_open(c, sim_opts.dev, &l->link);
-        c->next = saved_next;
-        c->prev = saved_prev;
-        if (rc) goto out;
+        if (conform_link_open_at(c, sim_opts.dev, d, &l->link)) goto out;
         l->open = true;
         /* The same pool registered on every comm, like NCCL's shared P2P buffers (§6.3). */
         if (conform_reg(c, l->link.send_comm, P.spool, P.spool_len, STRAND_PTR_HOST, &P.smh[li]) ||

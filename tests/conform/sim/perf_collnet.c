@@ -170,15 +170,9 @@ static int ref_mesh_open(perf_t *P, ref_mesh_t *M) {
   memset(M, 0, sizeof *M);
   M->n = R - 1;
   M->l[0] = (ref_link_t){P->link.send_comm, P->link.recv_comm, P->px.smh, P->px.rmh, c->prev};
-  int saved_next = c->next, saved_prev = c->prev;
   for (int d = 2; d < R; d++) {
-    c->next = (c->rank + d) % R;
-    c->prev = (c->rank - d + R) % R;
-    int rc = conform_link_open(c, perf_opts.dev, &M->extra[d - 1]);
-    int from = c->prev;
-    c->next = saved_next;
-    c->prev = saved_prev;
-    if (rc) return -1;
+    if (conform_link_open_at(c, perf_opts.dev, d, &M->extra[d - 1])) return -1;
+    const int from = (c->rank - d + R) % R;
     M->extra_open[d - 1] = true;
     conform_link_t *k = &M->extra[d - 1];
     if (conform_reg(c, k->send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &M->extra_smh[d - 1]) ||
