@@ -11,7 +11,8 @@
 #   tests/e2e/run_e2e.sh sweep 'ENV..'... strand-socket all-reduce at a few sizes (E2E_SIZES) for
 #                                         each set of extra variables (tuning experiments)
 #   tests/e2e/run_e2e.sh base             the built-in Socket (defaults, tuned) at E2E_SIZES
-#   tests/e2e/run_e2e.sh ofi-check        correctness checks through strand-ofi (tcp;ofi_rxm)
+#   tests/e2e/run_e2e.sh ofi-check        correctness checks through strand-ofi (tcp;ofi_rxm, or the
+#                                         provider E2E_FI_PROVIDER names; also for bench and ofi-tune)
 #   tests/e2e/run_e2e.sh fi-pingpong      libfabric's own fi_pingpong on tcp;ofi_rxm (the ceiling)
 # `bench` adds strand-ofi on tcp;ofi_rxm as a fourth configuration when it was built.
 #   tests/e2e/run_e2e.sh ofi-tune ['NAME|ENV..'...]  strand-ofi's rails, threads, reported speed and
@@ -182,7 +183,7 @@ attribute() {
 }
 
 strand_env="NCCL_NET_PLUGIN=strand-socket LD_LIBRARY_PATH=$plugin_dirs:${LD_LIBRARY_PATH:-}"
-ofi_env="NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=tcp;ofi_rxm LD_LIBRARY_PATH=$plugin_dirs:${LD_LIBRARY_PATH:-}"
+ofi_env="NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=${E2E_FI_PROVIDER:-tcp;ofi_rxm} LD_LIBRARY_PATH=$plugin_dirs:${LD_LIBRARY_PATH:-}"
 have_ofi=0; [[ -f $build/net_ofi/libnccl-net-strand-ofi.so ]] && have_ofi=1
 builtin_env="NCCL_NET=Socket"
 tuned_env="NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8"
@@ -282,7 +283,7 @@ case "$mode" in
     ;;
   ofi-check)
     (( have_ofi )) || { echo "strand-ofi not built: no libfabric (tests/e2e/README.md)" >&2; exit 1; }
-    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ofi (tcp;ofi_rxm), $nranks ranks"
+    echo "# $(date -u +%FT%TZ) $(hostname): correctness through strand-ofi (${E2E_FI_PROVIDER:-tcp;ofi_rxm}), $nranks ranks"
     launch ofi-check "$ofi_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV" --check || true
     launch builtin-check "$builtin_env ${E2E_REF_ENV:-}" --check >/dev/null || true
     grep -hE 'NET/strand-ofi|Using network|NET/Plugin' "$build/log.ofi-check.rank0" | head -12 || true

@@ -8,11 +8,12 @@
 #   the directory holding strand-conform and libnccl-net-strand-socket.so (default
 #   build-hostperf-carry, tests/e2e/runs/README.md says how it is made). A CONFIG that starts with
 #   `@SO=PATH ` runs the library PATH instead (to pair two builds in one call); one that starts
-#   with `@ARG=OPTION ` adds that perf option (e.g. --collnet-ref-headers).
+#   with `@ARG=OPTION ` adds that perf option (e.g. --collnet-ref-headers). CNH_NRANKS (default 2)
+#   runs that many ranks (`--nranks`, 2..8).
 cnhost_rounds() {
   local rounds=$1 sizes=$2 r cfg
   shift 2
-  local bin=${BIN:-build-hostperf-carry}
+  local bin=${BIN:-build-hostperf-carry} n=${CNH_NRANKS:-2}
   echo "# $(date -u +%FT%TZ) $(nproc) CPUs $(git rev-parse --short HEAD 2>/dev/null)"
   for ((r = 1; r <= rounds; r++)); do
     for cfg in "$@"; do
@@ -23,8 +24,8 @@ cnhost_rounds() {
       echo "## round $r: ${arg[*]} $cfg ($so)"
       # shellcheck disable=SC2086  # the configuration is a list of assignments
       env $cfg NCCL_DEBUG=INFO timeout 60 "$bin/strand-conform" perf --collnet --only perf.collnet-allreduce -v \
-        --collnet-bytes "$sizes" "${arg[@]}" --time "${CNH_TIME:-0.5}" "$so" 2>&1 \
-        | grep -E '^ +[0-9]+ +[0-9]+ |rank 0/2 closing: call gaps|FAIL' | sed 's/.*closing: call gaps: /  gaps: /' | cut -c1-330
+        --nranks "$n" --collnet-bytes "$sizes" "${arg[@]}" --time "${CNH_TIME:-0.5}" "$so" 2>&1 \
+        | grep -E "^ +[0-9]+ +[0-9]+ |rank 0/$n closing: call gaps|FAIL" | sed 's/.*closing: call gaps: /  gaps: /' | cut -c1-330
     done
   done
 }
