@@ -10,7 +10,8 @@
   simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce] [-- --nranks N]
       perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
       thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers: the
-      reference says so in its JSON); with --expect-fail, the table must
+      reference says so in its JSON), and with the reference as a ring (--collnet-ref ring, JSON
+      "net-ring"); with --expect-fail, the table must
       fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
       With --nranks N (N > 2) the JSON table must say "ranks": N.
 """
@@ -157,8 +158,11 @@ def cmd_perf(a, extra):
 def cmd_perf_collnet(a, extra):
     cid = "perf.collnet-allreduce"
     nranks = int(extra[extra.index("--nranks") + 1]) if "--nranks" in extra else 2
-    # the second run also puts a header message ahead of each reference payload (the stub's shape)
-    for progress, headers in ([(None, False)] if a.expect_fail else [(None, False), ("thread", True)]):
+    # the second run also puts a header message ahead of each reference payload (the stub's shape),
+    # the third measures the reference as a ring (--collnet-ref ring)
+    runs = [(None, False, False)] if a.expect_fail else [(None, False, False), ("thread", True, False),
+                                                          (None, False, True)]
+    for progress, headers, ring in runs:
         env = dict(os.environ)
         env.pop("STRAND_COLLNET_PROGRESS", None)
         if progress:
@@ -167,6 +171,7 @@ def cmd_perf_collnet(a, extra):
             js = os.path.join(d, "perf.json")
             cmd = [a.conform, "perf", "--collnet", "--only", cid, "--collnet-bytes", "256K",
                    "--time", "0.05", "--json", js] + (["--collnet-ref-headers"] if headers else []) \
+                + (["--collnet-ref", "ring"] if ring else []) \
                 + extra + [a.plugin]
             print("STRAND_COLLNET_PROGRESS=%s" % (progress or "(unset)"))
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -196,7 +201,7 @@ def cmd_perf_collnet(a, extra):
             t = [t for t in doc["tables"] if t["id"] == cid]
             if len(t) != 1 or [r["bytes"] for r in t[0]["rows"]] != [262144]:
                 return fail("JSON lacks the %s table with one 262144-byte row" % cid)
-            want_ref = "net+headers" if headers else "net"
+            want_ref = "net+headers" if headers else "net-ring" if ring else "net"
             if t[0].get("collnet_reference") != want_ref:
                 return fail("JSON collnet_reference is %r, expected %r" % (t[0].get("collnet_reference"), want_ref))
             if t[0].get("ranks", 2) != nranks:

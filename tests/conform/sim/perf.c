@@ -591,7 +591,7 @@ static conform_check_t perf_checks[] = {
 enum {
   PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
   PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG, PO_CN, PO_CN_WINDOW, PO_CN_BYTES,
-  PO_CN_REF_HDR,
+  PO_CN_REF_HDR, PO_CN_REF,
 };
 
 static const simperf_opt_t perf_optlist[] = {
@@ -605,6 +605,7 @@ static const simperf_opt_t perf_optlist[] = {
   {"no-bidir", true, PO_NO_BI},      {"svg", false, PO_SVG},
   {"collnet", true, PO_CN},          {"collnet-window", false, PO_CN_WINDOW},
   {"collnet-bytes", false, PO_CN_BYTES}, {"collnet-ref-headers", true, PO_CN_REF_HDR},
+  {"collnet-ref", false, PO_CN_REF},
   {NULL, false, 0},
 };
 
@@ -685,6 +686,10 @@ static int perf_opt(int id, const char *v, void *arg) {
     return 0;
   case PO_CN_BYTES: return collnet_bytes_opt(v);
   case PO_CN_REF_HDR: perf_opts.collnet_ref_headers = true; return 0;
+  case PO_CN_REF:
+    if (strcmp(v, "mesh") != 0 && strcmp(v, "ring") != 0) return -1;
+    perf_opts.collnet_ref_ring = strcmp(v, "ring") == 0;
+    return 0;
   default: return -1;
   }
 }
@@ -719,6 +724,10 @@ static void perf_usage(void) {
     "  --collnet-bytes LIST bytes per call, comma-separated, multiples of 8 (default 256K,1M,2M)\n"
     "  --collnet-ref-headers  the net reference sends a 64-byte message ahead of each payload, as\n"
     "                       collnet_stub does (its cost, measured apart)\n"
+    "  --collnet-ref KIND   the net reference's pattern: mesh (default: B/N to and from every peer,\n"
+    "                       twice, a reduce-scatter + all-gather as the CollNet moves it) or ring\n"
+    "                       (B/N to the next rank and from the previous, 2(N-1) steps in turn, the\n"
+    "                       bytes of NCCL's ring all-reduce; the same as mesh at 2 ranks)\n"
     "  --dev D              plugin device (default 0)\n"
     "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts); perf\n"
     "--collnet also between 3..8 ranks (--nranks N), its table alone.\n"
@@ -797,6 +806,11 @@ int conform_cmd_perf(int argc, char **argv) {
       (!perf_opts.collnet || conform_opts.nranks < 2 || conform_opts.nranks > PERF_COLLNET_MAX_RANKS)) {
     fprintf(stderr, "strand-conform perf: --nranks %d: perf measures between 2 ranks; only perf "
             "--collnet also runs at 3..%d ranks\n", conform_opts.nranks, PERF_COLLNET_MAX_RANKS);
+    return 2;
+  }
+  if (perf_opts.collnet_ref_ring && perf_opts.collnet_ref_headers) {
+    fprintf(stderr, "strand-conform perf: --collnet-ref-headers prices the CollNet's headers on the mesh "
+            "reference; it does not combine with --collnet-ref ring\n");
     return 2;
   }
   if (perf_opts.min_bytes > perf_opts.max_bytes) {

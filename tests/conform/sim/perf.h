@@ -91,6 +91,7 @@ typedef struct {
   size_t collnet_bytes[PERF_COLLNET_SIZES]; /* bytes per call, one row each */
   int n_collnet_bytes;
   bool collnet_ref_headers; /* the reference sends a small header message ahead of each payload */
+  bool collnet_ref_ring;    /* --collnet-ref ring: the reference moves a ring all-reduce's bytes */
 } perf_opts_t;
 extern perf_opts_t perf_opts;
 

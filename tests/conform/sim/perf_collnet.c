@@ -22,6 +22,12 @@
  * peers are reached over a mesh of net comms, one send/recv pair per peer (ref_mesh_open: pair d
  * sends to rank+d and receives from rank-d), so that one exchange's time can be set against the
  * CollNet's at the same N on the same cores. W calls in flight, every in-flight request tested.
+ * With --collnet-ref ring the reference is the ring all-reduce's bytes instead: per call 2(N-1)
+ * steps in turn, each B/N to rank+1 and B/N from rank-1 over perf_open's link alone, a step posted
+ * once the previous one's send and receive completed (a ring step forwards what it received). It
+ * answers what the mesh cannot: how fast the same net moves the bytes of the algorithm the CollNet
+ * competes with (NCCL's ring through the net plugin), on the same cores; at 2 ranks the two
+ * patterns are the same.
  * With --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the
  * shape of collnet_stub's agreement header, so that its cost shows apart. Payloads to one peer all
  * have the same size and the same pattern, so it does not matter which posted receive a message
@@ -156,7 +162,8 @@ typedef struct {
   int from; /* the rank this link receives from */
 } ref_link_t;
 typedef struct {
-  int n; /* links: N-1 */
+  int n;      /* links: N-1 (mesh), 1 (ring: link 0 alone) */
+  int phases; /* exchanges per call: 2 (mesh), 2(N-1) (ring) */
   ref_link_t l[PERF_COLLNET_MAX_RANKS - 1];
   conform_link_t extra[PERF_COLLNET_MAX_RANKS - 1]; /* [d-1] for d >= 2 */
   void *extra_smh[PERF_COLLNET_MAX_RANKS - 1], *extra_rmh[PERF_COLLNET_MAX_RANKS - 1];
@@ -168,9 +175,10 @@ static int ref_mesh_open(perf_t *P, ref_mesh_t *M) {
   conform_ctx_t *c = P->c;
   const int R = c->nranks;
   memset(M, 0, sizeof *M);
-  M->n = R - 1;
+  M->n = perf_opts.collnet_ref_ring ? 1 : R - 1;
+  M->phases = perf_opts.collnet_ref_ring ? 2 * (R - 1) : 2;
   M->l[0] = (ref_link_t){P->link.send_comm, P->link.recv_comm, P->px.smh, P->px.rmh, c->prev};
-  for (int d = 2; d < R; d++) {
+  for (int d = 2; d <= M->n; d++) {
     if (conform_link_open_at(c, perf_opts.dev, d, &M->extra[d - 1])) return -1;
     const int from = (c->rank - d + R) % R;
     M->extra_open[d - 1] = true;
@@ -220,7 +228,7 @@ typedef struct {
  * (collnet_stub's shape); otherwise the payload alone. */
 #define REF_HDR_BYTES 64
 typedef struct {
-  int phase; /* 0 reduce-scatter, 1 all-gather, 2 done */
+  int phase; /* mesh: 0 reduce-scatter, 1 all-gather; ring: the step; M->phases: done */
   /* per link: [0] the header (with --collnet-ref-headers), [1] the payload */
   ref_msg_t msg[PERF_COLLNET_MAX_RANKS - 1][2];
 } ref_call_t;
@@ -270,13 +278,13 @@ static int ref_run(perf_t *P, const ref_mesh_t *M, size_t b, int w, long calls, 
     while (next < calls && next - done < w) memset(&v[next++ % w], 0, sizeof v[0]);
     for (long k = done; k < next; k++) {
       ref_call_t *x = &v[k % w];
-      if (x->phase == 2) continue; /* complete, retired once the older ones are */
-      int slot = 2 * (int)(k % w) + x->phase;
+      if (x->phase == M->phases) continue; /* complete, retired once the older ones are */
+      int slot = M->phases * (int)(k % w) + x->phase;
       bool all = true;
       for (int i = 0; i < M->n; i++) {
         ref_msg_t *m = x->msg[i];
         /* headers land beyond the payload slots (ref_measure checks the area holds them) */
-        if (hdr && ref_msg_step(P, &M->l[i], &m[0], ref_slot(P, M, h, i, 2 * w + slot, NULL), REF_HDR_BYTES,
+        if (hdr && ref_msg_step(P, &M->l[i], &m[0], ref_slot(P, M, h, i, M->phases * w + slot, NULL), REF_HDR_BYTES,
                                 what))
           return -1;
         if (ref_msg_step(P, &M->l[i], &m[1], ref_slot(P, M, h, i, slot, NULL), h, what)) return -1;
@@ -289,7 +297,7 @@ static int ref_run(perf_t *P, const ref_mesh_t *M, size_t b, int w, long calls, 
         x->phase = phase;
       }
     }
-    while (done < next && v[done % w].phase == 2) done++;
+    while (done < next && v[done % w].phase == M->phases) done++;
     if ((spins & 1023) == 0) {
       char state[96];
       snprintf(state, sizeof state, "%ld of %ld calls done, %ld issued", done, calls, next);
@@ -313,7 +321,7 @@ static int ref_measure(perf_t *P, const ref_mesh_t *M, size_t b, int w, cn_res_t
   if (perf_agree_iters(c, t, warm, lo, 1000000, &iters)) return -1;
   int per_link = 1;
   ref_slot(P, M, h, 0, 0, &per_link);
-  int used = 2 * w < per_link ? 2 * w : per_link;
+  int used = M->phases * w < per_link ? M->phases * w : per_link;
   for (int i = 0; i < M->n; i++)
     for (int m = 0; m < used; m++) memset(ref_slot(P, M, h, i, m, NULL), 0, h);
   if (ref_run(P, M, b, w, iters, what, &t) || perf_agree_max(c, &t)) return -1;
@@ -377,13 +385,18 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
   if (c->nranks == 2)
     perf_out(&P, "# reference: the net plugin, per call B/2 sent and received, then B/2 again once both "
              "completed (2-rank reduce-scatter + all-gather), %d calls in flight%s", w, hdrs);
+  else if (perf_opts.collnet_ref_ring)
+    perf_out(&P, "# reference: the net plugin as a ring (--collnet-ref ring), per call %d steps in turn "
+             "of B/%d sent to the next rank and received from the previous (a %d-rank ring all-reduce's "
+             "bytes), %d calls in flight", 2 * links, c->nranks, c->nranks, w);
   else
     perf_out(&P, "# reference: the net plugin over a mesh (one comm pair per peer), per call B/%d sent to "
              "and received from each of the %d peers, then again once all completed (%d-rank "
              "reduce-scatter + all-gather), %d calls in flight%s", c->nranks, links, c->nranks, w, hdrs);
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
            "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
-  perf_json(&P, ",\"collnet_reference\":\"%s\",", perf_opts.collnet_ref_headers ? "net+headers" : "net");
+  perf_json(&P, ",\"collnet_reference\":\"%s\",",
+            perf_opts.collnet_ref_headers ? "net+headers" : perf_opts.collnet_ref_ring ? "net-ring" : "net");
   if (c->nranks > 2) perf_json(&P, "\"ranks\":%d,", c->nranks); /* absent: 2 */
   perf_json(&P, "\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
             "\"rows\":[", w);
