@@ -67,7 +67,6 @@ typedef struct {
 } ib_params_t;
 extern ib_params_t ib_params;
 strand_result_t ib_params_load(void);
-uint64_t ib_now_ms(void);
 
 /* ---- NCCL_IB_HCA grammar (ib_dev.c; pure, unit-tested) ---- */
 #define IB_HCA_FILTER_MAX 32

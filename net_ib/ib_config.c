@@ -1,10 +1,9 @@
 /* strand-ib — NCCL_IB_* (NCCL's own names and defaults) and STRAND_IB_* parameters through the
- * SDK registry (documented in docs/plugins/ib.md and docs/configuration.md), and the clock. The
- * bottom of the plugin: calls nothing of ours. */
+ * SDK registry (documented in docs/plugins/ib.md and docs/configuration.md). The bottom of the
+ * plugin: calls nothing of ours (the clock the other files read is the SDK's strand/clock.h). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "ib.h"
 
@@ -102,8 +101,3 @@ strand_result_t ib_params_load(void) {
   return STRAND_SUCCESS;
 }
 
-uint64_t ib_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}

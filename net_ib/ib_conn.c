@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ib.h"
+#include "strand/clock.h"
 #include "strand/socket_conn.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -537,7 +538,7 @@ strand_result_t ib_connect(void *ctx, int dev, void *handle, void **sendComm,
     }
     info_fill(s->comm, &s->out);
     s->stage = ST_SEND_INFO;
-    s->deadline_ms = ib_now_ms() + (uint64_t)ib_params.connect_timeout_ms;
+    s->deadline_ms = strand_now_ms() + (uint64_t)ib_params.connect_timeout_ms;
   }
   if (s->stage == ST_SEND_INFO) {
     strand_sock_status_t st = move(s, true, &s->out, sizeof s->out);
@@ -590,7 +591,7 @@ strand_result_t ib_connect(void *ctx, int dev, void *handle, void **sendComm,
       return STRAND_SUCCESS;
     }
   }
-  if (s->stage != ST_SOCK && ib_now_ms() > s->deadline_ms) {
+  if (s->stage != ST_SOCK && strand_now_ms() > s->deadline_ms) {
     fail = "QP information exchange timed out (STRAND_IB_CONNECT_TIMEOUT_MS)";
     res = STRAND_REMOTE_ERROR;
     goto failed;
@@ -658,7 +659,7 @@ static strand_sock_status_t accept_step(ib_listen_t *lc, ib_setup_t *s) {
     }
   }
 wait:
-  if (ib_now_ms() <= s->deadline_ms) return STRAND_SOCK_IN_PROGRESS;
+  if (strand_now_ms() <= s->deadline_ms) return STRAND_SOCK_IN_PROGRESS;
   fail = "QP information exchange timed out (STRAND_IB_CONNECT_TIMEOUT_MS)";
 failed:;
   char a[STRAND_SOCKADDR_STRLEN] = "?";
@@ -693,7 +694,7 @@ strand_result_t ib_accept(void *listenComm, void **recvComm, strand_dev_handle_t
     s->sc.fd = -1;
     s->dev = lc->dev;
     s->stage = ST_RECV_INFO;
-    s->deadline_ms = ib_now_ms() + (uint64_t)ib_params.connect_timeout_ms;
+    s->deadline_ms = strand_now_ms() + (uint64_t)ib_params.connect_timeout_ms;
     lc->pending[slot] = s;
   }
   for (int i = 0; i < IB_ACCEPT_PENDING; i++) {

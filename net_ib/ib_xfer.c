@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "ib.h"
+#include "strand/clock.h"
 #include "strand/profiler.h"
 
 /* wr_id: kind in the top byte, then two small numbers. */
@@ -176,7 +177,7 @@ static void progress(ib_comm_t *c) {
  * requests still pending, that is an error once the grace period has let in-flight completions
  * arrive. Checked every LIVENESS_PERIOD_MS only (a syscall). */
 static void check_liveness(ib_comm_t *c, bool waiting) {
-  uint64_t now = ib_now_ms();
+  uint64_t now = strand_now_ms();
   if ((c->outstanding == 0 && !waiting) || now < c->next_liveness_ms || c->fd < 0) return;
   c->next_liveness_ms = now + LIVENESS_PERIOD_MS;
   if (c->peer_closed_ms == 0) {

@@ -317,10 +317,8 @@ typedef struct ofi_dev {
   uint64_t trace_last_ns;   /* STRAND_OFI_SLOW_MS: when a caller last left isend/irecv/test here */
 } ofi_dev_t;
 
-/* ---- parameters and clock (ofi_config.c) ---- */
+/* ---- parameters (ofi_config.c; the clock is strand/clock.h) ---- */
 /* ofi_params and ofi_params_load are declared with the knobs above. */
-uint64_t ofi_now_ms(void);
-uint64_t ofi_now_ns(void);
 
 /* ---- provider, devices, endpoints (ofi_dev.c) ---- */
 /* Loads the parameters and discovers the devices, once per process (later calls: no-op). */

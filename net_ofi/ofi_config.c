@@ -1,9 +1,8 @@
 /* strand-ofi — the STRAND_OFI_* parameters (SDK parameter registry, documented in
- * docs/plugins/ofi.md and docs/configuration.md) and the clock every other file reads. The bottom
- * of the plugin: calls nothing of ours. */
+ * docs/plugins/ofi.md and docs/configuration.md). The bottom of the plugin: calls nothing of ours
+ * (the clock the other files read is the SDK's strand/clock.h). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "ofi.h"
 #include "strand/topo.h"
@@ -174,14 +173,3 @@ strand_result_t ofi_params_load(void) {
   return STRAND_SUCCESS;
 }
 
-uint64_t ofi_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ofi_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}

@@ -23,11 +23,12 @@
 #include <sys/random.h>
 
 #include "ofi.h"
+#include "strand/clock.h"
 
 static uint64_t random_u64(void) {
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
-    v = ofi_now_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&v;
+    v = strand_now_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&v;
   return v ? v : 1;
 }
 
@@ -53,7 +54,7 @@ static ofi_comm_t *comm_new(ofi_dev_t *d, ofi_comm_kind_t kind) {
   c->kind = kind;
   c->dev = d;
   c->id = ofi_dev_alloc_id(d);
-  c->t_start_ms = ofi_now_ms();
+  c->t_start_ms = strand_now_ms();
   c->last_probe_ms = c->t_start_ms;
   if (strand_pool_init(&c->reqs, kind == OFI_COMM_SEND ? "ofi-send-requests" : "ofi-recv-requests",
                        sizeof(ofi_req_t),
@@ -279,7 +280,7 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
     memcpy(c->listen_name, h->names, h->name_len);
     ofi_addr_str(name, h->name_len, c->peer_str, sizeof c->peer_str);
   }
-  if (c->state == OFI_CONN_SENDING && ofi_now_ms() >= c->retry_at_ms) {
+  if (c->state == OFI_CONN_SENDING && strand_now_ms() >= c->retry_at_ms) {
     /* Set first: a send that fails at once reports through ofi_conn_ctrl_sent right away. */
     c->state = OFI_CONN_WAIT_ACCEPT;
     if (ofi_ctrl_send(rail, c->peer, OFI_CTRL_CONNECT, h->listen_id, c->id, c->nonce, 0, c->id,
@@ -289,14 +290,14 @@ strand_result_t ofi_connect(void *ctx, int dev, void *handle, void **sendComm,
   }
   ofi_progress(rail);
   if ((c->state == OFI_CONN_WAIT_ACCEPT || c->state == OFI_CONN_SENDING) &&
-      ofi_now_ms() - c->t_start_ms > (uint64_t)ofi_params.connect_timeout_ms)
+      strand_now_ms() - c->t_start_ms > (uint64_t)ofi_params.connect_timeout_ms)
     ofi_comm_fail(c, STRAND_REMOTE_ERROR,
                   "no answer to the connect message within %ld s (STRAND_OFI_CONNECT_TIMEOUT_S); "
                   "is the listening rank alive and polling accept, and can %s reach %s?",
                   ofi_params.connect_timeout_ms / 1000, rail->ep_str, c->peer_str);
   if (c->state == OFI_CONN_READY) {
     c->handed_out = true;
-    c->last_probe_ms = ofi_now_ms();
+    c->last_probe_ms = strand_now_ms();
     *sendComm = c;
     STRAND_INFO(STRAND_SUBSYS_NET, "connected to %s on %s rail %d: comm %u -> peer comm %u",
                 c->peer_str, rail->name, rail->rail, c->id, c->data_id);
@@ -331,7 +332,7 @@ strand_result_t ofi_accept(void *listenComm, void **recvComm, strand_dev_handle_
       lk->ready_head = c->next_ready;
       if (!lk->ready_head) lk->ready_tail = NULL;
       c->next_ready = NULL;
-      c->last_probe_ms = ofi_now_ms();
+      c->last_probe_ms = strand_now_ms();
       *recvComm = c;
       l->next_accept = (k + 1) % l->nrails;
       STRAND_INFO(STRAND_SUBSYS_NET, "accepted %s on %s rail %d: comm %u <- peer comm %u",
@@ -364,10 +365,10 @@ static strand_result_t comm_close(ofi_comm_t *c) {
   c->closed = true;
   c->outstanding++; /* our own reference: completions during the drain must not free it */
   cancel_posted_recvs(c);
-  uint64_t t0 = ofi_now_ms();
+  uint64_t t0 = strand_now_ms();
   for (;;) {
     ofi_progress(d);
-    if (c->outstanding <= 1 || ofi_now_ms() - t0 >= (uint64_t)ofi_params.close_drain_ms) break;
+    if (c->outstanding <= 1 || strand_now_ms() - t0 >= (uint64_t)ofi_params.close_drain_ms) break;
     pthread_mutex_unlock(&d->lock);
     sched_yield();
     pthread_mutex_lock(&d->lock);
@@ -567,7 +568,7 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
        * OFI_TRUNC_RESEND_MS until one copy has gone through after OFI_TRUNC_SPREAD_MS, and while
        * they fail for as long as a peer may be unreachable; the sender fails its comm on the
        * first copy and ignores the rest. */
-      uint64_t age = ofi_now_ms() - cs->first_ms;
+      uint64_t age = strand_now_ms() - cs->first_ms;
       bool again = err ? age < (uint64_t)ofi_params.peer_timeout_ms : age < OFI_TRUNC_SPREAD_MS;
       if (again && ofi_ctrl_resend(d, cs->dest, &cs->msg, cs->attempts + 1, cs->first_ms,
                                    OFI_TRUNC_RESEND_MS, ofi_conn_ctrl_sent) == 0)
@@ -590,11 +591,11 @@ void ofi_conn_ctrl_sent(ofi_dev_t *d, ofi_ctrl_send_t *cs, const ofi_cqe_t *e) {
    * connection set-up refused or timed out under load) is sent again until the connect bound. */
   if (err && err != FI_ECANCELED && cs->msg.kind == OFI_CTRL_CONNECT &&
       c->state == OFI_CONN_WAIT_ACCEPT &&
-      ofi_now_ms() - c->t_start_ms < (uint64_t)ofi_params.connect_timeout_ms) {
+      strand_now_ms() - c->t_start_ms < (uint64_t)ofi_params.connect_timeout_ms) {
     STRAND_INFO(STRAND_SUBSYS_NET, "connect message to %s on %s not delivered (%s); retrying",
                 c->peer_str, d->name, errstr ? errstr : "");
     c->state = OFI_CONN_SENDING;
-    c->retry_at_ms = ofi_now_ms() + 100;
+    c->retry_at_ms = strand_now_ms() + 100;
     ofi_comm_maybe_reap(c);
     return;
   }

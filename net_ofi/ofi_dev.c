@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 
 #include "ofi.h"
+#include "strand/clock.h"
 #include "strand/topo.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -465,7 +466,7 @@ strand_result_t ofi_dev_open(ofi_dev_t *d) {
     goto fail;
   }
   ofi_addr_str(d->ep_name, d->ep_name_len, d->ep_str, sizeof d->ep_str);
-  d->next_id = (uint32_t)(ofi_now_ms() & 0xffff) + 1; /* ids differ across restarts */
+  d->next_id = (uint32_t)(strand_now_ms() & 0xffff) + 1; /* ids differ across restarts */
   return STRAND_SUCCESS;
 fail:
   ofi_dev_close(d);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ofi.h"
+#include "strand/clock.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* control channel: buffers and receives                                                        */
@@ -156,7 +157,7 @@ int ofi_ctrl_send(ofi_dev_t *d, fi_addr_t dest, uint16_t kind, uint32_t dst_id, 
   memset(&cs->msg, 0, sizeof cs->msg);
   cs->owner_comm = owner_comm;
   cs->attempts = 1;
-  cs->first_ms = ofi_now_ms();
+  cs->first_ms = strand_now_ms();
   cs->msg.magic = OFI_CTRL_MAGIC;
   cs->msg.version = OFI_CTRL_VERSION;
   cs->msg.kind = kind;
@@ -186,7 +187,7 @@ int ofi_ctrl_resend(ofi_dev_t *d, fi_addr_t dest, const ofi_ctrl_msg_t *msg, int
   cs->first_ms = first_ms;
   if (delay_ms) {
     /* The slot waits, filled, until progress finds its time has come (ofi_progress below). */
-    cs->not_before_ms = ofi_now_ms() + delay_ms;
+    cs->not_before_ms = strand_now_ms() + delay_ms;
     d->ctrl_unposted = true;
   } else {
     post_ctrl_send(d, cs);
@@ -207,7 +208,7 @@ static void complete(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
 /* STRAND_OFI_SLOW_MS: one fi_cq_read that took that long is the provider itself stalling the
  * thread that progresses it (its progress runs inside the call: sockets, connection manager). */
 static void trace_cq_read(const ofi_dev_t *d, uint64_t t0, ssize_t n) {
-  uint64_t now = ofi_now_ns();
+  uint64_t now = strand_now_ns();
   if (now - t0 >= ofi_params.slow_ms * 1000000u)
     STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: fi_cq_read on %s rail %d took %llu us "
                 "(returned %zd)", (unsigned long long)(now / 1000000u), d->name, d->rail,
@@ -224,7 +225,7 @@ int ofi_progress(ofi_dev_t *d) {
      * descriptor then stays for good (issue 23). Whatever the caller left there is not ours to
      * pass on. */
     errno = 0;
-    uint64_t t0 = ofi_params.slow_ms ? ofi_now_ns() : 0;
+    uint64_t t0 = ofi_params.slow_ms ? strand_now_ns() : 0;
     ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
     if (t0) trace_cq_read(d, t0, n);
     if (n > 0) {
@@ -259,7 +260,7 @@ int ofi_progress(ofi_dev_t *d) {
   }
   if (d->ctrl_unposted) {
     d->ctrl_unposted = false;
-    uint64_t now = ofi_now_ms();
+    uint64_t now = strand_now_ms();
     for (int k = 0; k < OFI_CTRL_SENDS; k++) {
       ofi_ctrl_send_t *cs = &d->ctrl_send[k];
       if (!cs->busy || cs->posted) continue;

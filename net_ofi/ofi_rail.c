@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "ofi.h"
+#include "strand/clock.h"
 
 #define OFI_RAIL_SPIN_POLLS 1024   /* empty polls before the thread starts sleeping */
 #define OFI_RAIL_BACKOFF_NS 20000  /* sleep after each empty poll past that (20 us) */
@@ -50,10 +51,10 @@ static void *rail_main(void *arg) {
      * (NCCL's proxy polls every active comm in a loop): stay out of its way, as if it held the
      * lock, and only step in once the rail has been left alone for that long. */
     uint64_t quiet = ofi_params.rail_quiet_ns;
-    if (quiet && ofi_now_ns() - atomic_load_explicit(&d->caller_ns, memory_order_relaxed) < quiet) {
+    if (quiet && strand_now_ns() - atomic_load_explicit(&d->caller_ns, memory_order_relaxed) < quiet) {
       /* live: counted as an empty poll below, so the back-off still applies */
     } else if (pthread_mutex_trylock(&d->lock) == 0) {
-      uint64_t t0 = ofi_params.slow_ms ? ofi_now_ns() : 0;
+      uint64_t t0 = ofi_params.slow_ms ? strand_now_ns() : 0;
       struct rusage ru0, ru1;
       if (t0 && getrusage(RUSAGE_THREAD, &ru0) != 0) ru0.ru_nivcsw = 0;
       live = d->open && (d->comms || d->listens);
@@ -61,7 +62,7 @@ static void *rail_main(void *arg) {
       pthread_mutex_unlock(&d->lock);
       /* STRAND_OFI_SLOW_MS: a caller that waited this long for the lock was kept by us (the
        * thread preempted while holding it, or a slow provider call, traced in ofi_progress). */
-      uint64_t held = t0 ? ofi_now_ns() - t0 : 0;
+      uint64_t held = t0 ? strand_now_ns() - t0 : 0;
       if (held >= ofi_params.slow_ms * 1000000u && t0) {
         long sw = getrusage(RUSAGE_THREAD, &ru1) == 0 ? ru1.ru_nivcsw - ru0.ru_nivcsw : -1;
         STRAND_INFO(STRAND_SUBSYS_NET, "trace t=%llu ms: rail %d's thread held the lock of %s "
@@ -118,7 +119,7 @@ void ofi_rail_stop(ofi_dev_t *d) {
 
 void ofi_rail_touch(ofi_dev_t *d) {
   if (ofi_params.rail_quiet_ns && d->progress_running)
-    atomic_store_explicit(&d->caller_ns, ofi_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&d->caller_ns, strand_now_ns(), memory_order_relaxed);
 }
 
 /* Round robin per device over the rails both ends have, so that the comms NCCL opens between two

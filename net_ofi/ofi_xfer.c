@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 
 #include "ofi.h"
+#include "strand/clock.h"
 #include "strand/profiler.h"
 
 static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e);
@@ -43,7 +44,7 @@ static ofi_req_t *req_get(ofi_comm_t *c, ofi_req_kind_t kind, int n) {
   r->comm = c;
   r->n = n;
   r->result = STRAND_SUCCESS;
-  r->t_post_ms = ofi_now_ms();
+  r->t_post_ms = strand_now_ms();
   for (int i = 0; i < n; i++) {
     r->subs[i].op.done = sub_done;
     r->subs[i].op.arg = &r->subs[i];
@@ -134,7 +135,7 @@ static strand_result_t buffer_desc(ofi_comm_t *c, const char *call, void *data, 
 /* Something of comm c has waited since `since_ms` (a posted request, or a send the provider keeps
  * refusing with -FI_EAGAIN). */
 static void maybe_probe(ofi_comm_t *c, uint64_t since_ms) {
-  uint64_t now = ofi_now_ms();
+  uint64_t now = strand_now_ms();
   if (c->failed != STRAND_SUCCESS || c->state != OFI_CONN_READY) return;
   /* The whole detection (the wait before the probe, then the probe's own grace) stays within
    * STRAND_OFI_PEER_TIMEOUT_S of the moment a request began waiting on a peer that is gone: a
@@ -202,7 +203,7 @@ static void trace_enter(ofi_dev_t *d, uint64_t t_in) {
  * thread holding the lock (a rail thread, connect/accept/regMr in NCCL's service thread), or the
  * provider inside this call (ofi_progress names a slow fi_cq_read itself). */
 static void trace_leave(ofi_dev_t *d, const char *call, uint64_t t_in, uint64_t t_locked) {
-  uint64_t now = ofi_now_ns();
+  uint64_t now = strand_now_ns();
   d->trace_last_ns = now;
   struct rusage ru;
   long before = trace_nivcsw;
@@ -257,9 +258,9 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
   }
   *request = NULL;
   ofi_dev_t *d = c->dev;
-  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
+  uint64_t t_in = ofi_params.slow_ms ? strand_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
-  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
+  uint64_t t_locked = t_in ? strand_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
@@ -309,7 +310,7 @@ strand_result_t ofi_isend(void *sendComm, void *data, size_t size, int tag, void
        * re-established, so a core retrying the send would never learn of it: a send refused for
        * STRAND_OFI_PROBE_MS probes the peer like a waiting request does, and fails the comm once
        * the probe is not taken within STRAND_OFI_PEER_TIMEOUT_S. */
-      if (!c->eagain_since_ms) c->eagain_since_ms = ofi_now_ms();
+      if (!c->eagain_since_ms) c->eagain_since_ms = strand_now_ms();
       maybe_probe(c, c->eagain_since_ms);
       res = c->failed;
     } else {
@@ -358,9 +359,9 @@ strand_result_t ofi_irecv(void *recvComm, int n, void **data, size_t *sizes, int
   /* The core may have stored NCCL_NET_OPTIONAL_RECV_COMPLETION here; we always overwrite it. */
   *request = NULL;
   ofi_dev_t *d = c->dev;
-  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
+  uint64_t t_in = ofi_params.slow_ms ? strand_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
-  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
+  uint64_t t_locked = t_in ? strand_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = c->failed;
@@ -443,7 +444,7 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
   c->outstanding--;
   if (err == 0) {
     r->sizes[i] = (int)len;
-    if (c->probe_sent_ms) c->last_alive_ms = ofi_now_ms(); /* only read while a probe waits */
+    if (c->probe_sent_ms) c->last_alive_ms = strand_now_ms(); /* only read while a probe waits */
   } else if (err == FI_ECANCELED && c->closed) {
     /* receive cancelled by close */
   } else if (err == FI_ETRUNC && r->kind == OFI_REQ_RECV) {
@@ -479,7 +480,7 @@ static void sub_done(ofi_dev_t *d, ofi_op_t *op, const ofi_cqe_t *e) {
  * since the comm began connecting, at INFO with a millisecond clock. */
 static void trace_done(const ofi_req_t *r) {
   ofi_comm_t *c = r->comm;
-  uint64_t now = ofi_now_ms(), took = now - r->t_post_ms;
+  uint64_t now = strand_now_ms(), took = now - r->t_post_ms;
   bool first = !c->first_done_traced;
   c->first_done_traced = true;
   if (!first && took < ofi_params.slow_ms) return;
@@ -501,9 +502,9 @@ strand_result_t ofi_test(void *request, int *done, int *sizes) {
   *done = 0;
   ofi_comm_t *c = r->comm;
   ofi_dev_t *d = c->dev;
-  uint64_t t_in = ofi_params.slow_ms ? ofi_now_ns() : 0;
+  uint64_t t_in = ofi_params.slow_ms ? strand_now_ns() : 0;
   pthread_mutex_lock(&d->lock);
-  uint64_t t_locked = t_in ? ofi_now_ns() : 0;
+  uint64_t t_locked = t_in ? strand_now_ns() : 0;
   ofi_rail_touch(d);
   if (t_in) trace_enter(d, t_in);
   strand_result_t res = STRAND_SUCCESS;

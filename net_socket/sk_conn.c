@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sk.h"
+#include "strand/clock.h"
 #include "strand/log.h"
 
 #define SK_ACCEPT_GROUPS 8
@@ -54,10 +55,8 @@ typedef struct sk_connecting {
 static pthread_mutex_t connecting_lock = PTHREAD_MUTEX_INITIALIZER;
 static sk_connecting_t *connecting_head;
 
-static uint64_t now_ns(void);
-
 static void connecting_register(sk_connecting_t *st) {
-  st->touched_ns = now_ns();
+  st->touched_ns = strand_now_ns();
   pthread_mutex_lock(&connecting_lock);
   st->next = connecting_head;
   connecting_head = st;
@@ -88,12 +87,6 @@ static strand_result_t abi_result(strand_result_t rc) {
   if (rc == STRAND_TIMEOUT) return STRAND_REMOTE_ERROR;
   if (rc < STRAND_SUCCESS || rc > STRAND_REMOTE_ERROR) return STRAND_INTERNAL_ERROR;
   return rc;
-}
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
 /* trafficClass -> IP_TOS / IPV6_TCLASS (the whole byte: DSCP + ECN as the user gave it) and
@@ -225,7 +218,7 @@ static void connecting_free(sk_connecting_t *st) {
 static void connecting_reap(bool all) {
   int64_t limit_ms = 2 * (int64_t)sk_config()->connect_timeout_ms;
   if (limit_ms < 2000) limit_ms = 2000;
-  uint64_t now = now_ns();
+  uint64_t now = strand_now_ns();
   sk_connecting_t *stale = NULL;
   pthread_mutex_lock(&connecting_lock);
   for (sk_connecting_t **pp = &connecting_head; *pp != NULL;) {
@@ -379,7 +372,7 @@ strand_result_t sk_accept(void *listenComm, void **recvComm, strand_dev_handle_t
       continue;
     }
     sk_group_t *g = NULL, *free_g = NULL;
-    uint64_t now = now_ns();
+    uint64_t now = strand_now_ns();
     for (int i = 0; i < SK_ACCEPT_GROUPS; i++) {
       sk_group_t *x = &lc->groups[i];
       if (x->conn_id != 0 && now - x->started_ns > SK_GROUP_TIMEOUT_NS) {

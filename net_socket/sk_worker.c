@@ -28,6 +28,7 @@
 #endif
 
 #include "sk.h"
+#include "strand/clock.h"
 #include "strand/log.h"
 #include "strand/topo.h"
 
@@ -98,12 +99,6 @@ static void cpu_relax(void) {
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
 #endif
-}
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static void ctrl_attach(sk_worker_t *w, sk_comm_t *c) {
@@ -263,7 +258,7 @@ static void *worker_main(void *arg) {
       bool wrote = ctrl_pass(w, &stuck);
       bool asked = atomic_load_explicit(&w->want_spin, memory_order_relaxed);
       if (asked) atomic_store_explicit(&w->want_spin, false, memory_order_relaxed);
-      uint64_t now = now_ns();
+      uint64_t now = strand_now_ns();
       if (wrote || asked) last_ctrl = now;
       spin = now - last_ctrl < spin_ns;
     }
@@ -277,7 +272,7 @@ static void *worker_main(void *arg) {
         atomic_store_explicit(&w->idle_spin, true, memory_order_relaxed);
       for (int k = 0; k < SK_SPIN_TIGHT; k++) {
         bool blocked = false;
-        if (ctrl_pass(w, &blocked)) last_ctrl = now_ns();
+        if (ctrl_pass(w, &blocked)) last_ctrl = strand_now_ns();
         else cpu_relax();
         if (atomic_load_explicit(&w->cmd_pending, memory_order_relaxed) ||
             atomic_load_explicit(&w->stop, memory_order_relaxed))

@@ -2,6 +2,7 @@
  * (strand/net_layer.h). */
 #include <time.h>
 
+#include "strand/clock.h"
 #include "strand/log.h"
 #include "strand/net_layer.h"
 
@@ -43,8 +44,4 @@ const strand_net_t *strand_net_layer_need(strand_net_layer_t *layer, const stran
   return n;
 }
 
-double strand_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+double strand_now_s(void) { return (double)strand_now_ns() * 1e-9; }

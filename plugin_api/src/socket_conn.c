@@ -18,15 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "strand/clock.h"
 #include "strand/log.h"
 
 #define NS_PER_MS 1000000ULL
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t ms_to_ns(int ms) { return ms > 0 ? (uint64_t)ms * NS_PER_MS : 0; }
 
@@ -206,15 +201,15 @@ strand_sock_status_t strand_sock_recv_some(int fd, void *buf, size_t len, size_t
 /* Milliseconds left until deadline (0 if passed); deadline 0 = unbounded -> -1 for poll. */
 static int remaining_ms(uint64_t deadline) {
   if (deadline == 0) return -1;
-  uint64_t now = now_ns();
+  uint64_t now = strand_now_ns();
   if (now >= deadline) return 0;
   uint64_t ms = (deadline - now + NS_PER_MS - 1) / NS_PER_MS;
   return ms > 1000000 ? 1000000 : (int)ms;
 }
 
 static strand_result_t move_all(int fd, void *buf, size_t len, int timeout_ms, bool sending) {
-  uint64_t deadline = timeout_ms >= 0 ? now_ns() + ms_to_ns(timeout_ms) : 0;
-  if (timeout_ms == 0) deadline = now_ns(); /* 0 = no waiting at all, still try once */
+  uint64_t deadline = timeout_ms >= 0 ? strand_now_ns() + ms_to_ns(timeout_ms) : 0;
+  if (timeout_ms == 0) deadline = strand_now_ns(); /* 0 = no waiting at all, still try once */
   size_t off = 0;
   for (;;) {
     strand_sock_status_t s = sending ? strand_sock_send_some(fd, buf, len, &off)
@@ -313,7 +308,7 @@ strand_result_t strand_sock_listen(strand_sock_listener_t *l, const strand_socka
   }
   l->fd = fd;
   l->addr = bound;
-  l->idle_since_ns = now_ns();
+  l->idle_since_ns = strand_now_ns();
   l->result = STRAND_SUCCESS;
   return STRAND_SUCCESS;
 }
@@ -454,7 +449,7 @@ strand_sock_status_t strand_sock_accept_progress(strand_sock_listener_t *l, int 
     if (l->result == STRAND_SUCCESS) l->result = STRAND_INTERNAL_ERROR;
     return STRAND_SOCK_ERROR;
   }
-  uint64_t now = now_ns();
+  uint64_t now = strand_now_ns();
 
   /* 1. Take what the kernel has queued (a bounded number per call, so a flood cannot make one
    *    call long, and only while a slot is free: see pending_slot), reading each newcomer's hello
@@ -540,7 +535,7 @@ strand_result_t strand_sock_accept_wait(strand_sock_listener_t *l, int timeout_m
                                         strand_sock_payload_t *payload_out,
                                         strand_sockaddr_t *peer_out) {
   if (l == NULL || fd_out == NULL) return STRAND_INVALID_ARGUMENT;
-  uint64_t deadline = now_ns() + ms_to_ns(timeout_ms);
+  uint64_t deadline = strand_now_ns() + ms_to_ns(timeout_ms);
   for (;;) {
     strand_sock_status_t s = strand_sock_accept_progress(l, fd_out, payload_out, peer_out);
     if (s == STRAND_SOCK_DONE) return STRAND_SUCCESS;
@@ -603,7 +598,7 @@ strand_result_t strand_sock_connect_start(strand_sock_connect_t *c, const strand
   else strand_sock_opts_default(&c->opts);
   c->peer = *peer;
   hello_encode(c->hello, magic != 0 ? magic : STRAND_SOCK_MAGIC_DEFAULT, nonce, payload);
-  c->start_ns = now_ns();
+  c->start_ns = strand_now_ns();
   c->deadline_ns = c->start_ns + ms_to_ns(c->opts.connect_timeout_ms);
   c->backoff_ms = c->opts.retry_initial_ms > 0 ? c->opts.retry_initial_ms : 1;
   c->state = C_IDLE;
@@ -619,7 +614,7 @@ static bool retryable(int err) {
 static strand_sock_status_t connect_fail(strand_sock_connect_t *c, strand_result_t result,
                                          int err, const char *why) {
   char text[STRAND_SOCKADDR_STRLEN];
-  uint64_t elapsed_ms = (now_ns() - c->start_ns) / NS_PER_MS;
+  uint64_t elapsed_ms = (strand_now_ns() - c->start_ns) / NS_PER_MS;
   STRAND_WARN("connect to %s failed: %s after %d attempt(s) in %llu ms (last error: %s); check "
               "that the peer is listening on that address, that it is reachable from this host "
               "(NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY on both sides) and no firewall drops it",
@@ -714,7 +709,7 @@ static strand_sock_status_t connect_verdict(strand_sock_connect_t *c, int *fd_ou
 strand_sock_status_t strand_sock_connect_progress(strand_sock_connect_t *c, int *fd_out) {
   if (c == NULL || fd_out == NULL) return STRAND_SOCK_ERROR;
   *fd_out = -1;
-  uint64_t now = now_ns();
+  uint64_t now = strand_now_ns();
   switch (c->state) {
   case C_DONE:
     *fd_out = c->fd;

@@ -1,4 +1,5 @@
-/* Unit tests of strand/clock.h: the nanosecond carry into seconds, and a deadline on a clock. */
+/* Unit tests of strand/clock.h: the nanosecond carry into seconds, a deadline on a clock, and the
+ * monotonic clock read (strand_now_ns, and strand_now_s of strand/net_layer.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "strand/clock.h"
+#include "strand/net_layer.h"
 
 static void test_add_without_carry(void **state) {
   (void)state;
@@ -51,11 +53,33 @@ static void test_deadline_is_ahead_of_now(void **state) {
   assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000);
 }
 
+/* strand_now_ns is CLOCK_MONOTONIC in nanoseconds (bracketed by clock_gettime), never goes back,
+ * and strand_now_s is the same clock in seconds. */
+static void test_now_is_the_monotonic_clock(void **state) {
+  (void)state;
+  struct timespec before, after;
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  uint64_t t = strand_now_ns();
+  double s = strand_now_s();
+  clock_gettime(CLOCK_MONOTONIC, &after);
+  uint64_t b = (uint64_t)before.tv_sec * 1000000000ull + (uint64_t)before.tv_nsec;
+  uint64_t a = (uint64_t)after.tv_sec * 1000000000ull + (uint64_t)after.tv_nsec;
+  assert_true(t >= b && t <= a);
+  assert_true(s >= (double)b * 1e-9 - 1e-6 && s <= (double)a * 1e-9 + 1e-6);
+  uint64_t prev = strand_now_ns();
+  for (int i = 0; i < 100000; i++) {
+    uint64_t now = strand_now_ns();
+    assert_true(now >= prev);
+    prev = now;
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_without_carry),
       cmocka_unit_test(test_add_carries_into_seconds),
       cmocka_unit_test(test_deadline_is_ahead_of_now),
+      cmocka_unit_test(test_now_is_the_monotonic_clock),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,7 @@ const strand_net_t *strand_net_layer_net(strand_net_layer_t *layer, const strand
 const strand_net_t *strand_net_layer_need(strand_net_layer_t *layer, const strand_net_t *build_time,
                                           const char *call);
 
-/* Monotonic seconds, for the layers' bounds. */
+/* Monotonic seconds, for the layers' bounds (strand_now_ns of strand/clock.h, in seconds). */
 double strand_now_s(void);
 
 #ifdef __cplusplus
