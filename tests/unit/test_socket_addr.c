@@ -177,7 +177,7 @@ static void test_family_parse(void **state) {
 static strand_if_filter_t parse_ok(const char *spec) {
   strand_if_filter_t f;
   int before = g_warns;
-  if (strand_if_filter_parse(spec, &f) != STRAND_SUCCESS) fail_msg("'%s' was rejected", spec);
+  if (strand_if_filter_parse(spec, &f) != STRAND_SUCCESS) fail_msg("'%s' was rejected", spec ? spec : "(unset)");
   assert_int_equal(g_warns, before);
   return f;
 }
