@@ -9,8 +9,8 @@
       perf is a benchmark, the test only checks that it works.
   simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce] [-- --nranks N]
       perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
-      thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers: the
-      reference says so in its JSON), and with the reference as a ring (--collnet-ref ring, JSON
+      thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers and
+      --collnet-ref-streams 2: the reference says both in its JSON), and with the reference as a ring (--collnet-ref ring, JSON
       "net-ring"); with --expect-fail, the table must
       fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
       With --nranks N (N > 2) the JSON table must say "ranks": N.
@@ -158,8 +158,9 @@ def cmd_perf(a, extra):
 def cmd_perf_collnet(a, extra):
     cid = "perf.collnet-allreduce"
     nranks = int(extra[extra.index("--nranks") + 1]) if "--nranks" in extra else 2
-    # the second run also puts a header message ahead of each reference payload (the stub's shape),
-    # the third measures the reference as a ring (--collnet-ref ring)
+    # the second run also puts a header message ahead of each reference payload and lays the
+    # reference out on the stub's comms (the stub's shape), the third measures the reference as a
+    # ring (--collnet-ref ring)
     runs = [(None, False, False)] if a.expect_fail else [(None, False, False), ("thread", True, False),
                                                           (None, False, True)]
     for progress, headers, ring in runs:
@@ -170,7 +171,8 @@ def cmd_perf_collnet(a, extra):
         with tempfile.TemporaryDirectory() as d:
             js = os.path.join(d, "perf.json")
             cmd = [a.conform, "perf", "--collnet", "--only", cid, "--collnet-bytes", "256K",
-                   "--time", "0.05", "--json", js] + (["--collnet-ref-headers"] if headers else []) \
+                   "--time", "0.05", "--json", js] \
+                + (["--collnet-ref-headers", "--collnet-ref-streams", "2"] if headers else []) \
                 + (["--collnet-ref", "ring"] if ring else []) \
                 + extra + [a.plugin]
             print("STRAND_COLLNET_PROGRESS=%s" % (progress or "(unset)"))
@@ -204,6 +206,8 @@ def cmd_perf_collnet(a, extra):
             want_ref = "net+headers" if headers else "net-ring" if ring else "net"
             if t[0].get("collnet_reference") != want_ref:
                 return fail("JSON collnet_reference is %r, expected %r" % (t[0].get("collnet_reference"), want_ref))
+            if t[0].get("ref_streams") != (2 if headers else None):
+                return fail("JSON ref_streams is %r, expected %r" % (t[0].get("ref_streams"), 2 if headers else None))
             if t[0].get("ranks", 2) != nranks:
                 return fail("JSON ranks is %r, expected %d" % (t[0].get("ranks"), nranks))
             r = t[0]["rows"][0]

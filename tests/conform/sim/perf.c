@@ -591,7 +591,7 @@ static conform_check_t perf_checks[] = {
 enum {
   PO_MIN = 1, PO_MAX, PO_FACTOR, PO_DEPTH, PO_SWEEP, PO_SWEEP_BYTES, PO_GROUP, PO_REF, PO_STREAMS,
   PO_ADDR, PO_JSON, PO_TIME, PO_DEV, PO_NO_LAT, PO_NO_BI, PO_SVG, PO_CN, PO_CN_WINDOW, PO_CN_BYTES,
-  PO_CN_REF_HDR, PO_CN_REF,
+  PO_CN_REF_HDR, PO_CN_REF, PO_CN_REF_STREAMS,
 };
 
 static const simperf_opt_t perf_optlist[] = {
@@ -605,7 +605,7 @@ static const simperf_opt_t perf_optlist[] = {
   {"no-bidir", true, PO_NO_BI},      {"svg", false, PO_SVG},
   {"collnet", true, PO_CN},          {"collnet-window", false, PO_CN_WINDOW},
   {"collnet-bytes", false, PO_CN_BYTES}, {"collnet-ref-headers", true, PO_CN_REF_HDR},
-  {"collnet-ref", false, PO_CN_REF},
+  {"collnet-ref", false, PO_CN_REF}, {"collnet-ref-streams", false, PO_CN_REF_STREAMS},
   {NULL, false, 0},
 };
 
@@ -690,6 +690,11 @@ static int perf_opt(int id, const char *v, void *arg) {
     if (strcmp(v, "mesh") != 0 && strcmp(v, "ring") != 0) return -1;
     perf_opts.collnet_ref_ring = strcmp(v, "ring") == 0;
     return 0;
+  case PO_CN_REF_STREAMS:
+    l = strtol(v, &end, 10);
+    if (*end || l < 1 || l > PERF_COLLNET_MAX_REF_STREAMS) return -1;
+    perf_opts.collnet_ref_streams = (int)l;
+    return 0;
   default: return -1;
   }
 }
@@ -728,6 +733,10 @@ static void perf_usage(void) {
     "                       twice, a reduce-scatter + all-gather as the CollNet moves it) or ring\n"
     "                       (B/N to the next rank and from the previous, 2(N-1) steps in turn, the\n"
     "                       bytes of NCCL's ring all-reduce; the same as mesh at 2 ranks)\n"
+    "  --collnet-ref-streams S  the mesh reference on collnet_stub's comm layout: S streams (1..4)\n"
+    "                       of 2 comm pairs per peer, call k on stream k mod S, its reduce-scatter\n"
+    "                       on the first pair and its all-gather on the second (default: every\n"
+    "                       call on one comm pair per peer)\n"
     "  --dev D              plugin device (default 0)\n"
     "Runs between 2 ranks (local fork, or --coordinator/--rank/--nranks 2 across hosts); perf\n"
     "--collnet also between 3..8 ranks (--nranks N), its table alone.\n"
@@ -806,6 +815,11 @@ int conform_cmd_perf(int argc, char **argv) {
       (!perf_opts.collnet || conform_opts.nranks < 2 || conform_opts.nranks > PERF_COLLNET_MAX_RANKS)) {
     fprintf(stderr, "strand-conform perf: --nranks %d: perf measures between 2 ranks; only perf "
             "--collnet also runs at 3..%d ranks\n", conform_opts.nranks, PERF_COLLNET_MAX_RANKS);
+    return 2;
+  }
+  if (perf_opts.collnet_ref_ring && perf_opts.collnet_ref_streams) {
+    fprintf(stderr, "strand-conform perf: --collnet-ref-streams lays out the mesh reference as "
+            "collnet_stub does; it does not combine with --collnet-ref ring\n");
     return 2;
   }
   if (perf_opts.collnet_ref_ring && perf_opts.collnet_ref_headers) {

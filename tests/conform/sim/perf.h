@@ -65,6 +65,7 @@ int perf_svg_write(const char *parts, const char *svg_path, const char *date, co
 
 #define PERF_COLLNET_SIZES 16
 #define PERF_COLLNET_MAX_RANKS 8 /* perf --collnet --nranks N: N in 2..8 */
+#define PERF_COLLNET_MAX_REF_STREAMS 4 /* --collnet-ref-streams S: S in 1..4 (collnet_stub's auto: 1..4) */
 
 /* perf's options (perf.c parses them). */
 typedef struct {
@@ -92,6 +93,8 @@ typedef struct {
   int n_collnet_bytes;
   bool collnet_ref_headers; /* the reference sends a small header message ahead of each payload */
   bool collnet_ref_ring;    /* --collnet-ref ring: the reference moves a ring all-reduce's bytes */
+  int collnet_ref_streams;  /* --collnet-ref-streams S: the mesh reference on collnet_stub's comm
+                               layout (S streams of 2 comm pairs per peer); 0: one pair per peer */
 } perf_opts_t;
 extern perf_opts_t perf_opts;
 

@@ -28,6 +28,10 @@
  * answers what the mesh cannot: how fast the same net moves the bytes of the algorithm the CollNet
  * competes with (NCCL's ring through the net plugin), on the same cores; at 2 ranks the two
  * patterns are the same.
+ * With --collnet-ref-streams S the mesh reference lays its calls over the comms the way
+ * collnet_stub does: S streams of 2 comm pairs per peer, call k on stream k mod S, its first
+ * exchange on the stream's first pair and its second on the other (the stub's two lanes), so that
+ * what the stub's layout costs the net shows apart from what the stub adds.
  * With --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the
  * shape of collnet_stub's agreement header, so that its cost shows apart. Payloads to one peer all
  * have the same size and the same pattern, so it does not matter which posted receive a message
@@ -154,20 +158,25 @@ out:
 
 /* ------------------------------------------------------------------ net reference loop */
 
-/* The reference's mesh: link d-1 sends to rank+d and receives from rank-d (d = 1..N-1), as sim's
- * P2P engine builds it. Link 0 is perf_open's ring link (at 2 ranks the only one); the others are
- * opened here, with the same send buffer and receive area registered on their comms. */
+/* The reference's mesh: per peer distance d = 1..N-1, K links (K = 1, or 2 per stream with
+ * --collnet-ref-streams) that send to rank+d and receive from rank-d, as sim's P2P engine builds
+ * them; link (d-1) * K + j. Link 0 is perf_open's ring link (at 2 ranks without streams the only
+ * one); the others are opened here, with the same send buffer and receive area registered on their
+ * comms. */
 typedef struct {
   void *send_comm, *recv_comm, *smh, *rmh;
   int from; /* the rank this link receives from */
 } ref_link_t;
+#define REF_MAX_LINKS ((PERF_COLLNET_MAX_RANKS - 1) * 2 * PERF_COLLNET_MAX_REF_STREAMS)
 typedef struct {
-  int n;      /* links: N-1 (mesh), 1 (ring: link 0 alone) */
-  int phases; /* exchanges per call: 2 (mesh), 2(N-1) (ring) */
-  ref_link_t l[PERF_COLLNET_MAX_RANKS - 1];
-  conform_link_t extra[PERF_COLLNET_MAX_RANKS - 1]; /* [d-1] for d >= 2 */
-  void *extra_smh[PERF_COLLNET_MAX_RANKS - 1], *extra_rmh[PERF_COLLNET_MAX_RANKS - 1];
-  bool extra_open[PERF_COLLNET_MAX_RANKS - 1];
+  int peers;   /* peers a call exchanges with: N-1 (mesh), 1 (ring: the next rank) */
+  int k;       /* links per peer: 1, or 2 x --collnet-ref-streams */
+  int n;       /* links: peers x k */
+  int phases;  /* exchanges per call: 2 (mesh), 2(N-1) (ring) */
+  ref_link_t l[REF_MAX_LINKS];
+  conform_link_t extra[REF_MAX_LINKS]; /* [i] for link i >= 1 */
+  void *extra_smh[REF_MAX_LINKS], *extra_rmh[REF_MAX_LINKS];
+  bool extra_open[REF_MAX_LINKS];
 } ref_mesh_t;
 
 /* 0, or -1 with the failure recorded (ref_mesh_close is due either way). */
@@ -175,25 +184,27 @@ static int ref_mesh_open(perf_t *P, ref_mesh_t *M) {
   conform_ctx_t *c = P->c;
   const int R = c->nranks;
   memset(M, 0, sizeof *M);
-  M->n = perf_opts.collnet_ref_ring ? 1 : R - 1;
+  M->peers = perf_opts.collnet_ref_ring ? 1 : R - 1;
+  M->k = perf_opts.collnet_ref_streams ? 2 * perf_opts.collnet_ref_streams : 1;
+  M->n = M->peers * M->k;
   M->phases = perf_opts.collnet_ref_ring ? 2 * (R - 1) : 2;
   M->l[0] = (ref_link_t){P->link.send_comm, P->link.recv_comm, P->px.smh, P->px.rmh, c->prev};
-  for (int d = 2; d <= M->n; d++) {
-    if (conform_link_open_at(c, perf_opts.dev, d, &M->extra[d - 1])) return -1;
-    const int from = (c->rank - d + R) % R;
-    M->extra_open[d - 1] = true;
-    conform_link_t *k = &M->extra[d - 1];
-    if (conform_reg(c, k->send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &M->extra_smh[d - 1]) ||
-        conform_reg(c, k->recv_comm, P->B.rarea, P->B.rarea_len, STRAND_PTR_HOST, &M->extra_rmh[d - 1]))
+  for (int i = 1; i < M->n; i++) {
+    const int d = i / M->k + 1, from = (c->rank - d + R) % R;
+    if (conform_link_open_at(c, perf_opts.dev, d, &M->extra[i])) return -1;
+    M->extra_open[i] = true;
+    conform_link_t *k = &M->extra[i];
+    if (conform_reg(c, k->send_comm, P->B.sbuf, P->B.sbuf_len, STRAND_PTR_HOST, &M->extra_smh[i]) ||
+        conform_reg(c, k->recv_comm, P->B.rarea, P->B.rarea_len, STRAND_PTR_HOST, &M->extra_rmh[i]))
       return -1;
-    M->l[d - 1] = (ref_link_t){k->send_comm, k->recv_comm, M->extra_smh[d - 1], M->extra_rmh[d - 1], from};
+    M->l[i] = (ref_link_t){k->send_comm, k->recv_comm, M->extra_smh[i], M->extra_rmh[i], from};
   }
   return 0;
 }
 
 static void ref_mesh_close(perf_t *P, ref_mesh_t *M) {
   conform_ctx_t *c = P->c;
-  for (int i = 1; i < PERF_COLLNET_MAX_RANKS - 1; i++) {
+  for (int i = 1; i < REF_MAX_LINKS; i++) {
     if (!M->extra_open[i]) continue;
     if (M->extra_smh[i]) conform_dereg(c, M->extra[i].send_comm, M->extra_smh[i]);
     if (M->extra_rmh[i]) conform_dereg(c, M->extra[i].recv_comm, M->extra_rmh[i]);
@@ -280,9 +291,13 @@ static int ref_run(perf_t *P, const ref_mesh_t *M, size_t b, int w, long calls, 
       ref_call_t *x = &v[k % w];
       if (x->phase == M->phases) continue; /* complete, retired once the older ones are */
       int slot = M->phases * (int)(k % w) + x->phase;
+      /* with streams: the call's stream, its first or second pair; a link's slots in its own order */
+      const int S = M->k / 2, j = M->k == 1 ? 0 : 2 * (int)(k % S) + (x->phase > 0);
+      if (M->k > 1) slot = (int)(k / S);
       bool all = true;
-      for (int i = 0; i < M->n; i++) {
-        ref_msg_t *m = x->msg[i];
+      for (int p = 0; p < M->peers; p++) {
+        const int i = p * M->k + j;
+        ref_msg_t *m = x->msg[p];
         /* headers land beyond the payload slots (ref_measure checks the area holds them) */
         if (hdr && ref_msg_step(P, &M->l[i], &m[0], ref_slot(P, M, h, i, M->phases * w + slot, NULL), REF_HDR_BYTES,
                                 what))
@@ -393,11 +408,17 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
     perf_out(&P, "# reference: the net plugin over a mesh (one comm pair per peer), per call B/%d sent to "
              "and received from each of the %d peers, then again once all completed (%d-rank "
              "reduce-scatter + all-gather), %d calls in flight%s", c->nranks, links, c->nranks, w, hdrs);
+  if (perf_opts.collnet_ref_streams)
+    perf_out(&P, "# reference laid out as collnet_stub's comms (--collnet-ref-streams %d): %d streams of 2 "
+             "comm pairs per peer, call k on stream k mod %d, reduce-scatter on its first pair, "
+             "all-gather on its second", perf_opts.collnet_ref_streams, perf_opts.collnet_ref_streams,
+             perf_opts.collnet_ref_streams);
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
            "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
   perf_json(&P, ",\"collnet_reference\":\"%s\",",
             perf_opts.collnet_ref_headers ? "net+headers" : perf_opts.collnet_ref_ring ? "net-ring" : "net");
   if (c->nranks > 2) perf_json(&P, "\"ranks\":%d,", c->nranks); /* absent: 2 */
+  if (perf_opts.collnet_ref_streams) perf_json(&P, "\"ref_streams\":%d,", perf_opts.collnet_ref_streams);
   perf_json(&P, "\"datatype\":\"float32\",\"op\":\"sum\",\"window\":%d,"
             "\"rows\":[", w);
   perf_out(&P, "# %12s %6s %10s %11s %12s | %10s %12s %15s %7s", "size(B)", "window", "count",
