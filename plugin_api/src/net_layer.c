@@ -1,6 +1,5 @@
 /* Strand SDK — binding a layer (collnet_stub, gin_proxy) to a transport's net table
  * (strand/net_layer.h). */
-#include <time.h>
 
 #include "strand/clock.h"
 #include "strand/log.h"

@@ -10,9 +10,9 @@
   simperf_smoke.py --conform EXE perf-collnet PLUGIN [--expect-fail perf.collnet-allreduce] [-- --nranks N]
       perf --collnet at one size prints a sane row and JSON, with the CollNet's progress on NCCL's
       thread and on its own (STRAND_COLLNET_PROGRESS=thread, with --collnet-ref-headers and
-      --collnet-ref-streams 2: the reference says both in its JSON), and with the reference as a ring (--collnet-ref ring, JSON
-      "net-ring"); with --expect-fail, the table must
-      fail on corrupted all-reduce data (a benchmark's only way to fail besides not running).
+      --collnet-ref-streams 2: the reference says both in its JSON), and with the reference as a
+      ring (--collnet-ref ring, JSON "net-ring"); with --expect-fail, the table must fail on
+      corrupted all-reduce data (a benchmark's only way to fail besides not running).
       With --nranks N (N > 2) the JSON table must say "ranks": N.
 """
 import argparse

@@ -290,10 +290,10 @@ static int ref_run(perf_t *P, const ref_mesh_t *M, size_t b, int w, long calls, 
     for (long k = done; k < next; k++) {
       ref_call_t *x = &v[k % w];
       if (x->phase == M->phases) continue; /* complete, retired once the older ones are */
-      int slot = M->phases * (int)(k % w) + x->phase;
-      /* with streams: the call's stream, its first or second pair; a link's slots in its own order */
+      /* with streams: the call's stream, its first or second pair, and a link's receive slots in
+       * the order of the calls that link carries */
       const int S = M->k / 2, j = M->k == 1 ? 0 : 2 * (int)(k % S) + (x->phase > 0);
-      if (M->k > 1) slot = (int)(k / S);
+      const int slot = M->k == 1 ? M->phases * (int)(k % w) + x->phase : (int)(k / S);
       bool all = true;
       for (int p = 0; p < M->peers; p++) {
         const int i = p * M->k + j;
@@ -405,14 +405,14 @@ conform_status_t perf_collnet_allreduce(conform_ctx_t *c) {
              "of B/%d sent to the next rank and received from the previous (a %d-rank ring all-reduce's "
              "bytes), %d calls in flight", 2 * links, c->nranks, c->nranks, w);
   else
-    perf_out(&P, "# reference: the net plugin over a mesh (one comm pair per peer), per call B/%d sent to "
-             "and received from each of the %d peers, then again once all completed (%d-rank "
-             "reduce-scatter + all-gather), %d calls in flight%s", c->nranks, links, c->nranks, w, hdrs);
-  if (perf_opts.collnet_ref_streams)
-    perf_out(&P, "# reference laid out as collnet_stub's comms (--collnet-ref-streams %d): %d streams of 2 "
-             "comm pairs per peer, call k on stream k mod %d, reduce-scatter on its first pair, "
-             "all-gather on its second", perf_opts.collnet_ref_streams, perf_opts.collnet_ref_streams,
-             perf_opts.collnet_ref_streams);
+    perf_out(&P, "# reference: the net plugin over a mesh (%s), per call B/%d sent to and received from "
+             "each of the %d peers, then again once all completed (%d-rank reduce-scatter + all-gather), "
+             "%d calls in flight%s", perf_opts.collnet_ref_streams ? "collnet_stub's comm layout" :
+             "one comm pair per peer", c->nranks, links, c->nranks, w, hdrs);
+  if (perf_opts.collnet_ref_streams) /* at 2 ranks too, where the line above is not printed */
+    perf_out(&P, "# reference laid out as collnet_stub's comms (--collnet-ref-streams %d): that many "
+             "streams of 2 comm pairs per peer, call k on stream k mod streams, reduce-scatter on its "
+             "first pair, all-gather on its second", perf_opts.collnet_ref_streams);
   perf_out(&P, "# GB/s = user bytes per rank per second (B per call); the CollNet's own statistics "
            "print at each collComm's close (NCCL_DEBUG=INFO, -v)");
   perf_json(&P, ",\"collnet_reference\":\"%s\",",
