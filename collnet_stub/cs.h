@@ -79,6 +79,11 @@ int cs_auto_streams(int nranks);
 #ifndef CS_CHUNK_TARGET
 #define CS_CHUNK_TARGET (2u << 20)
 #endif
+/* Default of STRAND_COLLNET_ONESHOT_KB above 2 ranks: all-reduce calls up to this many KiB run as
+ * one exchange (cs_coll.c, "One exchange"; at 2 ranks every call does). */
+#ifndef CS_ONESHOT_AUTO_KB
+#define CS_ONESHOT_AUTO_KB 16
+#endif
 #define CS_BLOCK_MIN (4u << 10)
 #define CS_BLOCK_MAX (4u << 20)
 /* Bound on connect (building the mesh): every rank of the group must call connect within it. */
@@ -247,6 +252,8 @@ typedef struct cs_comm {
   char *arena;             /* nslots x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;
   size_t stride;           /* CS_HDR_BYTES + block: one message of an exchange */
+  size_t oneshot_max;      /* all-reduce calls of at most this many bytes run as one exchange
+                              (cs_coll.c, "One exchange"); 0: none (STRAND_COLLNET_ONESHOT_KB) */
   uint64_t ncoll;          /* collectives issued so far; the next one's number */
   double t_last_test;      /* start of the last test() that left collectives in flight (0: none) */
   int nslots;              /* slots in use (STRAND_COLLNET_SLOTS) */

@@ -13,6 +13,16 @@
  *   AG (all-gather): each rank sends its block to every peer and receives theirs.
  * iallreduce = RS then AG per chunk; ireducescatter = RS only; iallgather = AG only.
  *
+ * One exchange. An all-reduce call of at most comm->oneshot_max bytes runs each chunk as a single
+ * exchange instead: every rank sends its whole chunk (of at most a block) to every peer and reduces
+ * all nranks copies in rank order into the whole chunk of its receive buffer (every "block" of the
+ * chunk is the chunk: cs_chunk_blocks). Bytes sent per rank: (n-1) x size instead of
+ * 2(n-1)/n x size, the same at 2 ranks; what it saves is the second exchange, the wait between the
+ * two (the all-gather needs the reduction) and the all-gather's lane. So by default it is every
+ * call at 2 ranks and small calls above (STRAND_COLLNET_ONESHOT_KB; docs/benchmarks/collnet.md
+ * measured both). Every rank decides alike from the call and the setting; the header carries the
+ * decision, so ranks configured differently fail the call with a WARN instead of mixing data.
+ *
  * Ordering. Every pair of ranks shares CS_LANES net comms per direction and stream (lane 0: the
  * first exchange of every chunk; lane 1: an all-reduce's all-gather; chunks take the
  * STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
@@ -67,7 +77,8 @@ typedef struct {
   uint8_t kind, phase, dtype, op; /* dtype / op: 0xff for an all-gather */
   uint64_t turn;                  /* mesh turn of this exchange */
   uint64_t coll;                  /* the collective's number on the collComm */
-  uint64_t a, b, c;               /* allreduce: count, 0, 0; window collectives: bytesPerRank,
+  uint64_t a, b, c;               /* allreduce: count, 1 when run as one exchange per chunk (else
+                                     0), 0; window collectives: bytesPerRank,
                                      windowOffset, windowBytes */
   uint64_t block;                 /* the sender's block size (STRAND_COLLNET_CHUNK_KB / nranks):
                                      ranks must cut chunks alike */
@@ -87,6 +98,7 @@ typedef struct cs_req {
   strand_sge_t *parts;   /* allgather: receive window; reducescatter: send window (a private copy) */
   int nparts;
   size_t count;          /* allreduce: elements */
+  bool oneshot;          /* allreduce: one exchange per chunk, each rank's block the whole chunk */
   uint64_t coll;         /* number of the collective on its comm (the wire header's) */
   size_t bpr, woff, wbytes; /* window collectives: bytesPerRank, windowOffset, windowBytes */
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
@@ -297,7 +309,8 @@ static strand_result_t iallreduce_locked(void *collComm, void *sendData, void *r
   r->src = sendData;
   r->dst = recvData;
   r->count = count;
-  size_t per_chunk = c->block / esz * (size_t)c->nranks;
+  r->oneshot = c->nranks > 1 && count * esz <= c->oneshot_max;
+  size_t per_chunk = c->block / esz * (size_t)(r->oneshot ? 1 : c->nranks);
   r->nchunks = count ? (count + per_chunk - 1) / per_chunk : 1; /* one exchange at least: agreement */
   r->result_bytes = count * esz;
   r->smr = cs_mr_direct(c, sendMhandle, sendData, count * esz);
@@ -454,8 +467,15 @@ strand_result_t cs_iflush(void *collComm, void *data, int size, void *mhandle, v
 static void cs_chunk_blocks(const cs_comm_t *c, const cs_req_t *r, size_t k, size_t *blen, size_t *boff) {
   int n = c->nranks;
   if (r->kind == CS_ALLREDUCE) {
-    size_t per_chunk = c->block / r->esz * (size_t)n;
+    size_t per_chunk = c->block / r->esz * (size_t)(r->oneshot ? 1 : n);
     size_t c0 = k * per_chunk, ce = r->count - c0 < per_chunk ? r->count - c0 : per_chunk;
+    if (r->oneshot) { /* every rank's block is the whole chunk */
+      for (int j = 0; j < n; j++) {
+        boff[j] = c0 * r->esz;
+        blen[j] = ce * r->esz;
+      }
+      return;
+    }
     size_t per = (ce + (size_t)n - 1) / (size_t)n;
     for (int j = 0; j < n; j++) {
       size_t e0 = (size_t)j * per < ce ? (size_t)j * per : ce;
@@ -488,6 +508,7 @@ static void cs_header_of(const cs_comm_t *c, const cs_slot_t *sl, int phase, cs_
   h->block = c->block;
   if (r->kind == CS_ALLREDUCE) {
     h->a = r->count;
+    h->b = r->oneshot;
   } else {
     h->a = r->bpr;
     h->b = r->woff;
@@ -554,7 +575,9 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   cs_wire_hdr_t h;
   cs_header_of(c, sl, phase, &h);
   for (int j = 0; j < c->nranks; j++) {
-    int i = j * c->nlanes + sl->lane, src = phase == CS_PH_RS ? j : me;
+    /* whose block goes to j: j's in a reduce-scatter, this rank's in an all-gather and in one
+     * exchange (where every block is the chunk: sent once from this rank's copy) */
+    int i = j * c->nlanes + sl->lane, src = phase == CS_PH_RS && !r->oneshot ? j : me;
     for (int m = 0; m < CS_MSGS; m++) {
       int q = CS_MSGS * j + m;
       sl->sposted[q] = sl->rposted[q] = j == me;
@@ -584,6 +607,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
 
 /* User bytes of the slot's chunk, every rank's block. */
 static size_t cs_chunk_bytes(const cs_comm_t *c, const cs_slot_t *sl) {
+  if (sl->req->kind == CS_ALLREDUCE && sl->req->oneshot) return sl->blen[c->rank];
   size_t bytes = 0;
   for (int j = 0; j < c->nranks; j++) bytes += sl->blen[j];
   return bytes;
@@ -595,6 +619,10 @@ static void cs_stage_in(cs_comm_t *c, cs_slot_t *sl) {
   int me = c->rank, n = c->nranks;
   if (r->kind == CS_ALLREDUCE) {
     if (r->smr) return; /* the reduce-scatter sends and reduces straight from the user's buffer */
+    if (r->oneshot) { /* one copy of the chunk, sent to every peer */
+      if (sl->blen[me]) memcpy(cs_blk(c, sl->send, me), r->src + sl->boff[me], sl->blen[me]);
+      return;
+    }
     for (int j = 0; j < n; j++)
       if (sl->blen[j]) memcpy(cs_blk(c, sl->send, j), r->src + sl->boff[j], sl->blen[j]);
   } else if (r->kind == CS_ALLGATHER) {
@@ -625,7 +653,8 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
   sl->stream = (int)(c->chunks_assigned++ % (uint64_t)c->nstreams); /* the same on every rank */
   if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(sl, CS_PH_RS)]++;
-  if (r->kind != CS_REDUCESCATTER) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
+  bool has_ag = r->kind == CS_ALLGATHER || (r->kind == CS_ALLREDUCE && !r->oneshot);
+  if (has_ag) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
@@ -793,6 +822,13 @@ static strand_result_t cs_check_peers(cs_comm_t *c, cs_slot_t *sl) {
                   (unsigned long long)peer.block, c->block);
       return STRAND_INVALID_USAGE;
     }
+    if (mine.kind == CS_ALLREDUCE && peer.kind == mine.kind && peer.a == mine.a && peer.b != mine.b) {
+      STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d runs %s as %s exchange per chunk, this rank as "
+                  "%s (STRAND_COLLNET_ONESHOT_KB must be the same on every rank); the collComm is "
+                  "unusable", sl->req->call, c->rank, c->nranks, j, me_s, peer.b ? "one" : "two",
+                  mine.b ? "one" : "two");
+      return STRAND_INVALID_USAGE;
+    }
     if (agree)
       STRAND_WARN("collnet_stub %s(rank %d/%d): rank %d is out of step: its message is collective #%llu "
                   "turn %llu with %zu bytes, this rank is at collective #%llu turn %llu expecting %zu "
@@ -828,7 +864,8 @@ static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
     if (rc != STRAND_SUCCESS) return rc;
     double t1 = strand_now_s();
     sl->job_reduce_s = t1 - t0;
-    if (r->kind == CS_ALLREDUCE && !r->rmr && sl->blen[me]) memcpy(staged, r->dst + sl->boff[me], sl->blen[me]);
+    if (r->kind == CS_ALLREDUCE && !r->oneshot && !r->rmr && sl->blen[me])
+      memcpy(staged, r->dst + sl->boff[me], sl->blen[me]); /* the all-gather sends it from there */
     sl->job_copy_s = strand_now_s() - t1;
     return STRAND_SUCCESS;
   }
@@ -967,8 +1004,12 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   if (sl->phase == CS_PH_RS && r->kind == CS_ALLREDUCE) {
     sl->tm.red0 = sl->job_t0;
     sl->tm.red1 = sl->job_t1;
-    cs_slot_exchange(c, sl, CS_PH_AG);
-    return STRAND_SUCCESS;
+    if (!r->oneshot) {
+      cs_slot_exchange(c, sl, CS_PH_AG);
+      return STRAND_SUCCESS;
+    }
+    /* one exchange: no all-gather; for the gaps line it took no time right after the reduction */
+    sl->tm.first[CS_PH_AG] = sl->tm.rin[CS_PH_AG] = sl->tm.sout[CS_PH_AG] = sl->tm.done[CS_PH_AG] = sl->tm.red1;
   }
   if (r->kind == CS_ALLREDUCE) r->tm_last = sl->tm; /* the last chunk to get here is the call's */
   r->chunks_done++;

@@ -67,6 +67,16 @@ static size_t cs_block_bytes(int nranks) {
   return b & ~(size_t)63;
 }
 
+/* The largest all-reduce call run as one exchange (cs_coll.c, "One exchange"): -1 (auto) = every
+ * call at 2 ranks, where one exchange sends the same bytes as two, and calls of at most
+ * CS_ONESHOT_AUTO_KB above, where it sends n/2 times as many but saves a round trip; 0 = none. */
+static size_t cs_oneshot_max(int nranks) {
+  int64_t kb = -1;
+  if (strand_param_get_int("STRAND_COLLNET_ONESHOT_KB", &kb) != STRAND_SUCCESS) kb = -1;
+  if (kb < 0) return nranks == 2 ? SIZE_MAX : (size_t)CS_ONESHOT_AUTO_KB << 10;
+  return (size_t)kb << 10;
+}
+
 /* Forms one mesh of k comms per ordered pair (the SDK's builder, strand/mesh.h) and places them
  * at lanes [first, first + k) of every peer, registering the staging arena on each. */
 static strand_result_t cs_form_lanes(cs_comm_t *c, cs_listen_t *l, void *handles[], int first, int k) {
@@ -183,6 +193,7 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   c->nstreams = (int)streams;
   c->nlanes = CS_LANES * c->nstreams;
   c->stride = CS_HDR_BYTES + c->block;
+  c->oneshot_max = cs_oneshot_max(nranks);
   c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
   c->recv = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
@@ -210,12 +221,18 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
     cs_comm_free(c);
     return rc;
   }
+  char oneshot[32];
+  if (c->oneshot_max == SIZE_MAX)
+    snprintf(oneshot, sizeof oneshot, "any size");
+  else
+    snprintf(oneshot, sizeof oneshot, "%zu KiB", c->oneshot_max >> 10);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
               "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
-              "per peer and direction (STRAND_COLLNET_STREAMS), progress on %s (STRAND_COLLNET_PROGRESS)",
+              "per peer and direction (STRAND_COLLNET_STREAMS), progress on %s (STRAND_COLLNET_PROGRESS), "
+              "one exchange for all-reduce calls up to %s (STRAND_COLLNET_ONESHOT_KB)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              CS_LANES, c->prog_on ? "its own thread" : "NCCL's proxy thread");
+              CS_LANES, c->prog_on ? "its own thread" : "NCCL's proxy thread", oneshot);
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -31,6 +31,11 @@ static const strand_param_def_t cs_params[] = {
     STRAND_PARAM_INT("STRAND_COLLNET_CHUNK_KB", NULL, CS_CHUNK_TARGET >> 10, 64, 16384,
                      "user data per chunk in KiB; each peer's block is this / nranks, 4 KiB .. "
                      "4 MiB"),
+    STRAND_PARAM_INT("STRAND_COLLNET_ONESHOT_KB", NULL, -1, -1, 4194304,
+                     "all-reduce calls of at most this many KiB run as one exchange per chunk (every "
+                     "rank sends its whole chunk to every peer and reduces all copies) instead of a "
+                     "reduce-scatter and an all-gather; -1 = auto: every call at 2 ranks (the same "
+                     "bytes), 16 KiB above; 0 = never; must be the same on every rank"),
     STRAND_PARAM_BOOL("STRAND_COLLNET_DIRECT", NULL, true,
                       "all-reduce on registered buffers sends from and receives into them without "
                       "staging copies (the buffers are registered with the net too); 0 = stage every "

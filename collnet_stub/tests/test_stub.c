@@ -804,8 +804,8 @@ static void *chunk_main(void *arg) {
   int done = 0;
   long spins = 0;
   for (; rc == STRAND_SUCCESS && !done && spins < 50000000L; spins++) rc = T->test(req, &done, NULL);
-  CHECK(!done && rc != STRAND_SUCCESS, "rank %d: chunk sizes 64 vs 128 KiB: done %d, test returned %d "
-        "after %ld polls (want a failure; 0 = a hang)", rank, done, (int)rc, spins);
+  CHECK(!done && rc != STRAND_SUCCESS, "rank %d: %s differs between the ranks: done %d, test returned %d "
+        "after %ld polls (want a failure; 0 = a hang)", rank, g_chunk_var, done, (int)rc, spins);
   close_failed_comm(ctx, cc, smh, rmh, send, recv);
   return NULL;
 }
@@ -1195,6 +1195,22 @@ int main(void) {
   unsetenv("STRAND_COLLNET_THREADS");
   strand_params_reread_for_test();
   printf("%s: 3 ranks, 4 helper threads (split reductions)\n", g_fail ? "FAIL" : "ok");
+  /* The ranks above ran STRAND_COLLNET_ONESHOT_KB's default: one exchange per chunk for every call at
+   * 2 ranks, for calls up to 16 KiB above. The other way round: two exchanges at 2 ranks, and one
+   * for every call at 3 ranks with 4 helpers (whole chunks reduced in parts; rank 2's in-place
+   * reduction accumulating in its receive area). */
+  setenv("STRAND_COLLNET_ONESHOT_KB", "0", 1);
+  strand_params_reread_for_test();
+  run_ranks(2, rank_main);
+  printf("%s: 2 ranks, two exchanges per chunk (STRAND_COLLNET_ONESHOT_KB=0)\n", g_fail ? "FAIL" : "ok");
+  setenv("STRAND_COLLNET_ONESHOT_KB", "4194304", 1);
+  setenv("STRAND_COLLNET_THREADS", "4", 1);
+  strand_params_reread_for_test();
+  run_ranks(3, rank_main);
+  unsetenv("STRAND_COLLNET_THREADS");
+  printf("%s: 3 ranks, one exchange for every call, 4 helper threads\n", g_fail ? "FAIL" : "ok");
+  unsetenv("STRAND_COLLNET_ONESHOT_KB");
+  strand_params_reread_for_test();
   strand_log_init(capture_logger); /* the mock net's init keeps no logger: the stub's WARNs come here */
   for (int nr = 2; nr <= 3; nr++)
     for (g_case = 0; g_case < (int)(sizeof mm_cases / sizeof mm_cases[0]); g_case++) {
@@ -1230,14 +1246,32 @@ int main(void) {
   unsetenv("STRAND_COLLNET_STREAMS");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 vs 1 streams fail connect on both\n", g_fail ? "FAIL" : "ok");
+  /* One exchange on rank 0 (auto: every call at 2 ranks), two on rank 1 (STRAND_COLLNET_ONESHOT_KB=0):
+   * the 256 KiB all-reduce fails on both, with a WARN naming the variable, instead of mixing a
+   * whole chunk into a block. */
+  g_chunk_var = "STRAND_COLLNET_ONESHOT_KB";
+  g_chunk_other = "0";
+  g_chunk_switched = false;
+  g_warns[0] = 0;
+  run_ranks(2, chunk_main);
+  CHECK(strstr(g_warns, "STRAND_COLLNET_ONESHOT_KB"), "one exchange vs two: no WARN names "
+        "STRAND_COLLNET_ONESHOT_KB; WARNs:\n%s", g_warns);
+  g_chunk_other = NULL;
+  unsetenv("STRAND_COLLNET_ONESHOT_KB");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, one exchange vs two fail the collective on both\n", g_fail ? "FAIL" : "ok");
   run_ranks(2, close_inflight_main);
   printf("%s: 2 ranks, closeColl with collectives in flight returns\n", g_fail ? "FAIL" : "ok");
+  /* the chain of a call's two exchanges (at 2 ranks by default one: STRAND_COLLNET_ONESHOT_KB) */
+  setenv("STRAND_COLLNET_ONESHOT_KB", "0", 1);
+  strand_params_reread_for_test();
   check_gaps("no helper threads");
   printf("%s: 2 ranks, the gaps of a call (closing line)\n", g_fail ? "FAIL" : "ok");
   setenv("STRAND_COLLNET_THREADS", "2", 1);
   strand_params_reread_for_test();
   check_gaps("2 helper threads");
   unsetenv("STRAND_COLLNET_THREADS");
+  unsetenv("STRAND_COLLNET_ONESHOT_KB");
   strand_params_reread_for_test();
   printf("%s: 2 ranks, 2 helper threads (split reductions), the gaps of a call\n", g_fail ? "FAIL" : "ok");
   /* The progress thread of an idle collComm sleeps, and wakes for the next call (in both runs). */
