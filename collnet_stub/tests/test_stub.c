@@ -1110,6 +1110,27 @@ static void run_ranks(int nranks, void *(*fn)(void *)) {
   pthread_barrier_destroy(&g_bar);
 }
 
+/* Two ranks that disagree on `var`: rank 0's connect reads `first` (NULL: unset), rank 1's
+ * `second` (mk_connect switches it in between); fn must see both fail, and a WARN must name var. */
+static void disagree(const char *var, const char *first, const char *second, void *(*fn)(void *),
+                     const char *what) {
+  if (first)
+    setenv(var, first, 1);
+  else
+    unsetenv(var);
+  strand_params_reread_for_test();
+  g_chunk_var = var;
+  g_chunk_other = second;
+  g_chunk_switched = false;
+  g_warns[0] = 0;
+  run_ranks(2, fn);
+  CHECK(strstr(g_warns, var), "%s: no WARN names %s; WARNs:\n%s", what, var, g_warns);
+  g_chunk_other = NULL;
+  unsetenv(var);
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, %s\n", g_fail ? "FAIL" : "ok", what);
+}
+
 int main(void) {
   T = strand_collnet_stub_for(&mock_net);
   CHECK(T != NULL, "strand_collnet_stub_for(mock)");
@@ -1222,44 +1243,11 @@ int main(void) {
               mc->name, mc->warn_has[k], g_warns);
       printf("%s: %d ranks, mismatch %s\n", g_fail ? "FAIL" : "ok", nr, mc->name);
     }
-  setenv("STRAND_COLLNET_CHUNK_KB", "64", 1);
-  strand_params_reread_for_test();
-  g_chunk_other = "128";
-  g_warns[0] = 0;
-  run_ranks(2, chunk_main);
-  CHECK(strstr(g_warns, "STRAND_COLLNET_CHUNK_KB"), "chunk sizes 64 vs 128 KiB: no WARN names "
-        "STRAND_COLLNET_CHUNK_KB; WARNs:\n%s", g_warns);
-  g_chunk_other = NULL;
-  unsetenv("STRAND_COLLNET_CHUNK_KB");
-  strand_params_reread_for_test();
-  printf("%s: 2 ranks, chunk sizes 64 vs 128 KiB fail the collective on both\n", g_fail ? "FAIL" : "ok");
-  setenv("STRAND_COLLNET_STREAMS", "2", 1);
-  strand_params_reread_for_test();
-  g_chunk_var = "STRAND_COLLNET_STREAMS";
-  g_chunk_other = "1";
-  g_chunk_switched = false;
-  g_warns[0] = 0;
-  run_ranks(2, streams_main);
-  CHECK(strstr(g_warns, "STRAND_COLLNET_STREAMS"), "streams 2 vs 1: no WARN names STRAND_COLLNET_STREAMS; "
-        "WARNs:\n%s", g_warns);
-  g_chunk_other = NULL;
-  unsetenv("STRAND_COLLNET_STREAMS");
-  strand_params_reread_for_test();
-  printf("%s: 2 ranks, 2 vs 1 streams fail connect on both\n", g_fail ? "FAIL" : "ok");
-  /* One exchange on rank 0 (auto: every call at 2 ranks), two on rank 1 (STRAND_COLLNET_ONESHOT_KB=0):
-   * the 256 KiB all-reduce fails on both, with a WARN naming the variable, instead of mixing a
-   * whole chunk into a block. */
-  g_chunk_var = "STRAND_COLLNET_ONESHOT_KB";
-  g_chunk_other = "0";
-  g_chunk_switched = false;
-  g_warns[0] = 0;
-  run_ranks(2, chunk_main);
-  CHECK(strstr(g_warns, "STRAND_COLLNET_ONESHOT_KB"), "one exchange vs two: no WARN names "
-        "STRAND_COLLNET_ONESHOT_KB; WARNs:\n%s", g_warns);
-  g_chunk_other = NULL;
-  unsetenv("STRAND_COLLNET_ONESHOT_KB");
-  strand_params_reread_for_test();
-  printf("%s: 2 ranks, one exchange vs two fail the collective on both\n", g_fail ? "FAIL" : "ok");
+  disagree("STRAND_COLLNET_CHUNK_KB", "64", "128", chunk_main, "chunk sizes 64 vs 128 KiB fail the collective on both");
+  disagree("STRAND_COLLNET_STREAMS", "2", "1", streams_main, "2 vs 1 streams fail connect on both");
+  /* One exchange on rank 0 (auto: every call at 2 ranks), two on rank 1: the 256 KiB all-reduce
+   * fails on both, instead of mixing a whole chunk into a block. */
+  disagree("STRAND_COLLNET_ONESHOT_KB", NULL, "0", chunk_main, "one exchange vs two fail the collective on both");
   run_ranks(2, close_inflight_main);
   printf("%s: 2 ranks, closeColl with collectives in flight returns\n", g_fail ? "FAIL" : "ok");
   /* the chain of a call's two exchanges (at 2 ranks by default one: STRAND_COLLNET_ONESHOT_KB) */
