@@ -309,7 +309,7 @@ static strand_result_t iallreduce_locked(void *collComm, void *sendData, void *r
   r->src = sendData;
   r->dst = recvData;
   r->count = count;
-  r->oneshot = c->nranks > 1 && count * esz <= c->oneshot_max;
+  r->oneshot = c->nranks > 1 && c->oneshot_max && count * esz <= c->oneshot_max; /* 0: never */
   size_t per_chunk = c->block / esz * (size_t)(r->oneshot ? 1 : c->nranks);
   r->nchunks = count ? (count + per_chunk - 1) / per_chunk : 1; /* one exchange at least: agreement */
   r->result_bytes = count * esz;
