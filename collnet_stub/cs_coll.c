@@ -99,6 +99,7 @@ typedef struct cs_req {
   int nparts;
   size_t count;          /* allreduce: elements */
   bool oneshot;          /* allreduce: one exchange per chunk, each rank's block the whole chunk */
+  size_t chunk_elems;    /* allreduce: elements per chunk (a block, or a block per rank) */
   uint64_t coll;         /* number of the collective on its comm (the wire header's) */
   size_t bpr, woff, wbytes; /* window collectives: bytesPerRank, windowOffset, windowBytes */
   size_t *part_off, *part_len; /* allgather / reducescatter: rank j's bytes inside the window */
@@ -310,8 +311,8 @@ static strand_result_t iallreduce_locked(void *collComm, void *sendData, void *r
   r->dst = recvData;
   r->count = count;
   r->oneshot = c->nranks > 1 && c->oneshot_max && count * esz <= c->oneshot_max; /* 0: never */
-  size_t per_chunk = c->block / esz * (size_t)(r->oneshot ? 1 : c->nranks);
-  r->nchunks = count ? (count + per_chunk - 1) / per_chunk : 1; /* one exchange at least: agreement */
+  r->chunk_elems = c->block / esz * (size_t)(r->oneshot ? 1 : c->nranks);
+  r->nchunks = count ? (count + r->chunk_elems - 1) / r->chunk_elems : 1; /* one exchange at least: agreement */
   r->result_bytes = count * esz;
   r->smr = cs_mr_direct(c, sendMhandle, sendData, count * esz);
   r->rmr = cs_mr_direct(c, recvMhandle, recvData, count * esz);
@@ -467,8 +468,7 @@ strand_result_t cs_iflush(void *collComm, void *data, int size, void *mhandle, v
 static void cs_chunk_blocks(const cs_comm_t *c, const cs_req_t *r, size_t k, size_t *blen, size_t *boff) {
   int n = c->nranks;
   if (r->kind == CS_ALLREDUCE) {
-    size_t per_chunk = c->block / r->esz * (size_t)(r->oneshot ? 1 : n);
-    size_t c0 = k * per_chunk, ce = r->count - c0 < per_chunk ? r->count - c0 : per_chunk;
+    size_t c0 = k * r->chunk_elems, ce = r->count - c0 < r->chunk_elems ? r->count - c0 : r->chunk_elems;
     if (r->oneshot) { /* every rank's block is the whole chunk */
       for (int j = 0; j < n; j++) {
         boff[j] = c0 * r->esz;
@@ -538,6 +538,12 @@ static char *cs_user_src(const cs_req_t *r, const cs_slot_t *sl, int phase, int 
 #endif
 static bool cs_sends_header(const cs_req_t *r, int phase) {
   return CS_AG_HEADER || r->kind != CS_ALLREDUCE || phase != CS_PH_AG;
+}
+
+/* Whether a chunk of the call takes an all-gather turn: an all-gather's only exchange, an
+ * all-reduce's second unless it runs as one exchange; never a reduce-scatter. */
+static bool cs_has_ag(const cs_req_t *r) {
+  return r->kind == CS_ALLGATHER || (r->kind == CS_ALLREDUCE && !r->oneshot);
 }
 
 /* The lane of the slot's exchange of `phase`: lane 0 of the chunk's stream for its first exchange,
@@ -653,8 +659,7 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
   sl->stream = (int)(c->chunks_assigned++ % (uint64_t)c->nstreams); /* the same on every rank */
   if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(sl, CS_PH_RS)]++;
-  bool has_ag = r->kind == CS_ALLGATHER || (r->kind == CS_ALLREDUCE && !r->oneshot);
-  if (has_ag) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
+  if (cs_has_ag(r)) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 
@@ -1004,7 +1009,7 @@ static strand_result_t cs_finish_job(cs_comm_t *c, cs_slot_t *sl) {
   if (sl->phase == CS_PH_RS && r->kind == CS_ALLREDUCE) {
     sl->tm.red0 = sl->job_t0;
     sl->tm.red1 = sl->job_t1;
-    if (!r->oneshot) {
+    if (cs_has_ag(r)) {
       cs_slot_exchange(c, sl, CS_PH_AG);
       return STRAND_SUCCESS;
     }
