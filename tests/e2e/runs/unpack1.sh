@@ -5,9 +5,9 @@
 # tests/e2e/runs/unpack1-copy.patch to main first (it adds STRAND_SOCKET_UNPACK_COPY=1: a cuMemAlloc
 # copy of the arena, and per receive comm a stream and 16 events; test() queues the copy of a
 # complete receive, then publishes its records once the copy's event has completed).
-# Without CUDA_DEVICE_MAX_CONNECTIONS raised, the copy configuration hangs at 32 KiB (two launches
-# of two): see docs/benchmarks/device-unpack.md, "A GPU copy of the arena". So every launch here
-# sets it to 32. Runs: `run_e2e.sh unpack` with the copy (every element checked), UP_ROUNDS
+# With the CUDA defaults the copy configuration hung at 32 KiB (two launches of two; cause not
+# settled, docs/benchmarks/device-unpack.md, "A GPU copy of the arena", and queue_share.sh): the
+# launches here set CUDA_DEVICE_MAX_CONNECTIONS=32 and their sizes skip 32 KiB. Runs: `run_e2e.sh unpack` with the copy (every element checked), UP_ROUNDS
 # (default 2) rounds of `run_e2e.sh sweep` at 8 B-128 MiB of unpack with the copy, unpack, host
 # mode; then the proxy-step profile of the same three and the built-in at 8 B, 64 KiB, 1 MiB.
 # One GPU (2 ranks under MPS). Writes $OUT/unpack1.txt.
