@@ -4,7 +4,8 @@
 // k-th stream after S, copies 1 into the flag from pinned memory. Prints "ok" when the copy lands,
 // "STUCK" when it has not after 3 s (then exits without waiting: the driver ends the spinning
 // kernel with the process). Run with several CUDA_DEVICE_MAX_CONNECTIONS values, one process each.
-// PRELOAD=1 launches K2's kernel once before the test (so that lazy loading has loaded it).
+// PRELOAD=1 launches K2's kernel once before the test (so that lazy loading has loaded it);
+// PRIO=1 creates C with the greatest stream priority.
 // Usage: queue_share K WITH_K2
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +31,10 @@ int main(int argc, char **argv) {
   cudaStream_t s, c, extra[64];
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   for (int i = 0; i < k - 1; i++) cudaStreamCreateWithFlags(&extra[i], cudaStreamNonBlocking);
-  cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking);
+  int lo = 0, hi = 0;
+  cudaDeviceGetStreamPriorityRange(&lo, &hi);
+  if (getenv("PRIO") && atoi(getenv("PRIO"))) cudaStreamCreateWithPriority(&c, cudaStreamNonBlocking, hi);
+  else cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking);
   spin<<<1, 1, 0, s>>>(flag);
   if (with_k2) nop<<<1, 1, 0, s>>>();
   usleep(100000);  // K1 is running
@@ -38,7 +42,8 @@ int main(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   while (cudaStreamQuery(c) == cudaErrorNotReady) {
     if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(3)) {
-      printf("MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: STUCK\n", mc ? mc : "default",
+      printf("PRIO=%s MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: STUCK\n",
+             getenv("PRIO") ? getenv("PRIO") : "0", mc ? mc : "default",
              getenv("CUDA_MODULE_LOADING") ? getenv("CUDA_MODULE_LOADING") : "default",
              getenv("PRELOAD") ? getenv("PRELOAD") : "0", k, with_k2);
       fflush(stdout);
@@ -46,7 +51,8 @@ int main(int argc, char **argv) {
     }
   }
   cudaStreamSynchronize(s);
-  printf("MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: ok\n", mc ? mc : "default",
+  printf("PRIO=%s MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: ok\n",
+         getenv("PRIO") ? getenv("PRIO") : "0", mc ? mc : "default",
          getenv("CUDA_MODULE_LOADING") ? getenv("CUDA_MODULE_LOADING") : "default",
          getenv("PRELOAD") ? getenv("PRELOAD") : "0", k, with_k2);
   return 0;
