@@ -7,8 +7,9 @@
 # complete receive, then publishes its records once the copy's event has completed).
 # With the CUDA defaults the copy configuration hung at 32 KiB (two launches of two; cause not
 # settled, docs/benchmarks/device-unpack.md, "A GPU copy of the arena", and queue_share.sh): the
-# launches here set CUDA_DEVICE_MAX_CONNECTIONS=32 and their sizes skip 32 KiB. Runs: `run_e2e.sh unpack` with the copy (every element checked), UP_ROUNDS
-# (default 2) rounds of `run_e2e.sh sweep` at 8 B-128 MiB of unpack with the copy, unpack, host
+# launches here set CUDA_DEVICE_MAX_CONNECTIONS=32 and their sizes skip 32 KiB. Measured as one
+# launch per device call with these commands; collected here. Runs: `run_e2e.sh unpack` with the
+# copy (every element checked), UP_ROUNDS (default 2) rounds of `run_e2e.sh sweep` at 8 B-128 MiB of unpack with the copy, unpack, host
 # mode; then the proxy-step profile of the same three and the built-in at 8 B, 64 KiB, 1 MiB.
 # One GPU (2 ranks under MPS). Writes $OUT/unpack1.txt.
 set -u
