@@ -188,7 +188,11 @@ typedef struct gp_comm {
   gp_req_t *all;        /* every live request (freed at closeColl) */
   struct gp_rctx *rctxs;
   strand_result_t last_error; /* sticky, for queryLastError */
-  void *cu_ctx, *cu_stream;   /* the GPU windows' context and the comm's copy stream (gp_cuda.c) */
+  void *cu_win_ctx;           /* the GPU windows' context (one per comm: NCCL's GPU) */
+  void *cu_ctx, *cu_stream;   /* the context the comm's GPU work runs in (the windows' or one of
+                                 Strand's own, STRAND_GIN_CUDA_CONTEXT) and its stream (gp_cuda.c) */
+  bool cu_own;                /* cu_ctx is Strand's own: the caller's context is put back after use */
+  bool cu_warned;             /* a slow GPU wait was reported (once per comm) */
 } gp_comm_t;
 
 typedef struct gp_rctx {

@@ -3,10 +3,12 @@
  *
  * RMA device d is net device d: listen is the net's listen, so the handle NCCL all-gathers is the
  * net's own listen handle and connect can dial it with the net's connect. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gp.h"
+#include "strand/params.h"
 #include "strand/net_layer.h"
 
 strand_handle_set_t gp_live_comms = STRAND_HANDLE_SET_INIT;
@@ -40,11 +42,27 @@ static gp_ctx_t *gp_ctx_get(void *ctx, const char *call) {
   return ctx;
 }
 
+static const strand_param_def_t gp_params[] = {
+    STRAND_PARAM_ENUM("STRAND_GIN_CUDA_CONTEXT", NULL, "auto", STRAND_PARAM_CHOICES("auto", "window", "own"),
+                      "the CUDA context GPU windows are moved in: window = the windows' own (fastest); "
+                      "own = one of Strand's own on the same GPU, whose streams never queue behind the "
+                      "application's kernels (each copy and signal waits for the GPU to switch to it); "
+                      "auto = own where CUDA_DEVICE_MAX_CONNECTIONS is below 8, window otherwise"),
+};
+
 static strand_result_t gp_init(void **ctx, uint64_t commId, strand_logger_t logFunction) {
   if (!ctx) return STRAND_INVALID_ARGUMENT;
   *ctx = NULL;
   const strand_net_t *n = gp_need_net("init");
   if (!n) return STRAND_INTERNAL_ERROR;
+  /* A bad STRAND_GIN_CUDA_CONTEXT fails init (the params' WARN names the value and the choices)
+   * rather than the first GPU window later. */
+  if (strand_params_register(gp_params, STRAND_PARAM_COUNT(gp_params)) != STRAND_SUCCESS ||
+      strand_param_get_enum("STRAND_GIN_CUDA_CONTEXT", NULL, NULL) != STRAND_SUCCESS)
+    return STRAND_INVALID_USAGE;
+  /* a misspelt STRAND_GIN_* variable would otherwise be ignored without a word; once per process */
+  static atomic_flag unknown_checked = ATOMIC_FLAG_INIT;
+  if (!atomic_flag_test_and_set(&unknown_checked)) strand_params_check_unknown("STRAND_GIN_");
   gp_ctx_t *c = calloc(1, sizeof *c);
   if (!c) return STRAND_SYSTEM_ERROR;
   /* Our own context of the net: the mesh's comms belong to it, not to NCCL's net context. */

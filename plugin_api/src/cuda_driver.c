@@ -55,6 +55,7 @@ static void load(void) {
   ok &= resolve(lib, &drv.memFree, "cuMemFree_v2");
   (void)resolve(lib, &drv.memGetHandleForAddressRange, "cuMemGetHandleForAddressRange");
   (void)resolve(lib, &drv.deviceGetAttribute, "cuDeviceGetAttribute");
+  (void)resolve(lib, &drv.ctxCreate, "cuCtxCreate_v2");
   strand_cu_result_t r = ok ? drv.init(0) : -1;
   usable = ok && r == STRAND_CU_SUCCESS;
   if (!usable)
@@ -89,6 +90,39 @@ static strand_cu_ctx_t primary_context(const strand_cuda_t *cu, int ordinal) {
   strand_cu_ctx_t ctx = primary.ctx[ordinal];
   if (!ctx && cu->devicePrimaryCtxRetain(&ctx, ordinal) == STRAND_CU_SUCCESS) primary.ctx[ordinal] = ctx;
   pthread_mutex_unlock(&primary.lock);
+  return ctx;
+}
+
+/* Private contexts (strand_cuda_private_context), one per device, kept like the primaries. A
+ * failed creation is remembered too: it is not retried at every window. */
+static struct {
+  pthread_mutex_t lock;
+  strand_cu_ctx_t ctx[PRIMARY_CTXS];
+  bool failed[PRIMARY_CTXS];
+} private_ctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+strand_cu_ctx_t strand_cuda_private_context(int ordinal) {
+  const strand_cuda_t *cu = strand_cuda();
+  if (!cu || ordinal < 0 || ordinal >= PRIMARY_CTXS) return NULL;
+  pthread_mutex_lock(&private_ctx.lock);
+  strand_cu_ctx_t ctx = private_ctx.ctx[ordinal];
+  if (!ctx && !private_ctx.failed[ordinal]) {
+    strand_cu_ctx_t prev = NULL;
+    strand_cu_result_t r = cu->ctxCreate ? cu->ctxGetCurrent(&prev) : -1;
+    int dev = -1;
+    if (r == STRAND_CU_SUCCESS) r = cu->deviceGet(&dev, ordinal);
+    if (r == STRAND_CU_SUCCESS) r = cu->ctxCreate(&ctx, 0, dev); /* makes it current: undone below */
+    if (r == STRAND_CU_SUCCESS) {
+      cu->ctxSetCurrent(prev);
+      private_ctx.ctx[ordinal] = ctx;
+    } else {
+      ctx = NULL;
+      private_ctx.failed[ordinal] = true;
+      STRAND_WARN("creating a CUDA context of Strand's own on device %d failed: %s", ordinal,
+                  cu->ctxCreate ? strand_cuda_error_name(r) : "the driver has no cuCtxCreate_v2");
+    }
+  }
+  pthread_mutex_unlock(&private_ctx.lock);
   return ctx;
 }
 

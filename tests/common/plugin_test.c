@@ -34,6 +34,56 @@ void *pt_load_table(const char *path, const char *symbol) {
   return table;
 }
 
+/* The driver's structs for cuMemCreate and cuMemSetAccess, restated (no CUDA headers here). */
+typedef struct {
+  int type, id; /* CUmemLocation: type 1 = device */
+} pt_mem_location_t;
+typedef struct {
+  int type, requested_handle_types; /* CUmemAllocationProp: type 1 = pinned */
+  pt_mem_location_t location;
+  void *win32_meta;
+  unsigned char compression, gdr_capable;
+  unsigned short usage;
+  unsigned char reserved[4];
+} pt_alloc_prop_t;
+typedef struct {
+  pt_mem_location_t location;
+  int flags; /* 3 = read and write */
+} pt_access_desc_t;
+
+int pt_cuda_vmm_alloc(int ordinal, size_t bytes, unsigned long long *d) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  int (*device_get)(int *, int) = NULL;
+  int (*granularity)(size_t *, const pt_alloc_prop_t *, int) = NULL;
+  int (*reserve)(unsigned long long *, size_t, size_t, unsigned long long, unsigned long long) = NULL;
+  int (*create)(unsigned long long *, size_t, const pt_alloc_prop_t *, unsigned long long) = NULL;
+  int (*map)(unsigned long long, size_t, size_t, unsigned long long, unsigned long long) = NULL;
+  int (*set_access)(unsigned long long, size_t, const pt_access_desc_t *, size_t) = NULL;
+  if (lib) {
+    *(void **)&device_get = dlsym(lib, "cuDeviceGet");
+    *(void **)&granularity = dlsym(lib, "cuMemGetAllocationGranularity");
+    *(void **)&reserve = dlsym(lib, "cuMemAddressReserve");
+    *(void **)&create = dlsym(lib, "cuMemCreate");
+    *(void **)&map = dlsym(lib, "cuMemMap");
+    *(void **)&set_access = dlsym(lib, "cuMemSetAccess");
+  }
+  if (!device_get || !granularity || !reserve || !create || !map || !set_access) return -1;
+  int dev = -1;
+  int r = device_get(&dev, ordinal);
+  pt_alloc_prop_t prop = {.type = 1, .location = {.type = 1, .id = dev}};
+  pt_access_desc_t acc = {.location = {.type = 1, .id = dev}, .flags = 3};
+  size_t gran = 0;
+  unsigned long long handle = 0, va = 0;
+  if (!r) r = granularity(&gran, &prop, 0);
+  size_t size = gran ? (bytes + gran - 1) / gran * gran : bytes;
+  if (!r) r = reserve(&va, size, 0, 0, 0);
+  if (!r) r = create(&handle, size, &prop, 0);
+  if (!r) r = map(va, size, 0, handle, 0);
+  if (!r) r = set_access(va, size, &acc, 1);
+  if (!r) *d = va;
+  return r;
+}
+
 static unsigned char pattern(size_t i, unsigned seed) {
   return (unsigned char)(seed * 131 + i * 7 + (i >> 8) + (i >> 12));
 }

@@ -68,6 +68,12 @@ int pt_connect_pair(const pt_net_t *net, void *ctx, int dev, void **send_comm, v
 #define PT_TIMEOUT (-2)
 int pt_wait(const pt_net_t *net, void *req, int *sizes, double bound_s);
 
+/* GPU memory the way NCCL allocates windows (cuMemCreate, cuMemAddressReserve, cuMemMap and
+ * cuMemSetAccess on device `ordinal`, `bytes` rounded up to the allocation granularity): memory
+ * of no CUDA context. GPU tests and tools only; the driver must already be loaded (strand_cuda()).
+ * Returns 0 with *d set, else the failing CUresult (or -1 when an entry point is missing). */
+int pt_cuda_vmm_alloc(int ordinal, size_t bytes, unsigned long long *d);
+
 /* Profiler events (strand/profiler.h): inits a second context with a recording profiler
  * callback, connects a pair on dev, and sends single messages (8 B, 5000 B, 1 MiB, each direction
  * with its own parent handle), one message with NULL phandles, and, when the device reports

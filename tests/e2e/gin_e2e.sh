@@ -12,7 +12,8 @@
 #
 # 1. builds the plugins with the project's meson build (release, tests off: one build definition);
 # 2. builds and runs gin_proxy's own test with every window in GPU memory (test_gin_proxy ... gpu:
-#    puts, signals, gets and flushes between processes on GPU 0, the CUDA driver loaded at run time);
+#    puts, signals, gets and flushes between processes on GPU 0, the CUDA driver loaded at run time),
+#    and test_gin_kernel_wait (a kernel waiting for a signal, one hardware queue or the default);
 # 3. builds NCCL's own GIN examples (examples/06_device_api/02_gin_alltoall_pure and
 #    03_gin_alltoall_hybrid, carried with tests/e2e/carry_nccl_examples.sh into .e2e-carry-nccl/TAG;
 #    E2E_NCCL_TAG, default: the tag matching the NCCL found) against the NCCL found, and runs each
@@ -99,6 +100,23 @@ for n in 2 4; do
     grep -E 'FAIL|CHECK|rank [0-9]' "$build/log.gin_proxy.gpu$n" | head -20
   fi
   tail -1 "$build/log.gin_proxy.gpu$n"
+done
+
+# ---- a kernel waiting for gin_proxy's signal with a launch queued behind it (docs/plugins/gin.md,
+# "A shared hardware queue"): must pass with the driver's default queues and with one queue (where
+# gin_proxy then moves GPU windows in a context of its own), and must FAIL with one queue shared with
+# the windows' context: the test's proof that it catches the hang ----
+$cc "${sdk_cflags[@]}" "$root/gin_proxy/tests/test_gin_kernel_wait.c" "${sdk_libs[@]}" -o "$build/test_gin_kernel_wait"
+for cfg in "" "CUDA_DEVICE_MAX_CONNECTIONS=1" "CUDA_DEVICE_MAX_CONNECTIONS=1 STRAND_GIN_CUDA_CONTEXT=window"; do
+  want=0 expect=ok
+  [[ $cfg == *window* ]] && want=1 expect=FAIL
+  echo "## gin_proxy and a waiting kernel: ${cfg:-default hardware queues} (expected: $expect)"
+  got=0
+  # shellcheck disable=SC2086 # cfg is a list of assignments
+  env $cfg timeout 90 "$build/test_gin_kernel_wait" "$build/net_socket/libnccl-net-strand-socket.so" 4 \
+    >"$build/log.gin_kernel_wait" 2>&1 || got=$?
+  grep -E '^round|^FAIL|^ok' "$build/log.gin_kernel_wait" | tail -5 || true
+  if [[ $got != "$want" ]]; then echo "unexpected exit status $got"; rc=1; fi
 done
 
 # ---- NCCL's own GIN examples ----

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Docs follow code: every environment variable a plugin registers with the SDK's parameter
-registry (STRAND_PARAM_* in net_*/ and collnet_stub/) must appear in docs/configuration.md, and every STRAND_*
+registry (STRAND_PARAM_* in net_*/, collnet_stub/ and gin_proxy/) must appear in docs/configuration.md, and every STRAND_*
 variable that page names must still exist in the code (no stale entries)."""
 import pathlib
 import re
@@ -9,7 +9,7 @@ import sys
 root = pathlib.Path(sys.argv[1])
 doc = (root / "docs" / "configuration.md").read_text()
 registered = set()
-for src in [*root.glob("net_*/**/*.c"), *root.glob("collnet_stub/**/*.c")]:
+for src in [*root.glob("net_*/**/*.c"), *root.glob("collnet_stub/**/*.c"), *root.glob("gin_proxy/**/*.c")]:
     for m in re.finditer(r'STRAND_PARAM_(?:INT|BOOL|STRING|ENUM)\(\s*"([A-Z0-9_]+)"(?:\s*,\s*"([A-Z0-9_]+)")?',
                          src.read_text()):
         registered.update(n for n in m.groups() if n)

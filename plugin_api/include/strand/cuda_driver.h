@@ -89,6 +89,8 @@ typedef struct {
   strand_cu_result_t (*memGetHandleForAddressRange)(void *handle, strand_cu_devptr_t ptr,
                                                     size_t bytes, int type,
                                                     unsigned long long flags);
+  /* Optional (cuCtxCreate_v2): NULL when the driver lacks it; strand_cuda_private_context's. */
+  strand_cu_result_t (*ctxCreate)(strand_cu_ctx_t *ctx, unsigned flags, int device);
 } strand_cuda_t;
 
 /* The loaded driver (cuInit done), or NULL when libcuda.so.1 is absent, lacks a required entry
@@ -102,6 +104,15 @@ const char *strand_cuda_error_name(strand_cu_result_t r);
  * of no context (cuMemCreate + cuMemMap, as NCCL allocates) its device's primary context; NULL
  * when p is not device memory (or no CUDA). */
 strand_cu_ctx_t strand_cuda_pointer_context(const void *p);
+
+/* A context of Strand's own on device `ordinal`, created at the first call and kept for the
+ * process's life (a context costs device memory and its creation takes a while: one per device,
+ * shared by every caller). NULL when it cannot be created (said once at WARN). The caller's
+ * current context is left as it was. Why one: the driver's hardware queues
+ * (CUDA_DEVICE_MAX_CONNECTIONS) are per context, so work on this context's streams never queues
+ * behind the application's kernels; it reaches memory of no context (cuMemCreate + cuMemMap, as
+ * NCCL allocates), and the GPU switches to it between the contexts' time slices. */
+strand_cu_ctx_t strand_cuda_private_context(int ordinal);
 
 /* Adds `value` to the 64-bit word at device address `addr` on stream `s`, after everything
  * already queued on `s` (a one-thread kernel doing a system-scope fence and an atomic add, JIT-
