@@ -2,7 +2,11 @@
 // beside NCCL's own ncclAlltoAll, on the same communicator, in one process with one thread per
 // GPU (docs/benchmarks/gin.md).
 //
-//   gin_a2a_bench [gin|coll|both]     sizes: 4 KiB .. 64 MiB per peer
+//   gin_a2a_bench [gin|coll|both]     sizes: 4 KiB .. 64 MiB per peer (A2A_MAX_BYTES: less)
+//
+// With A2A_PROCS=N the ranks are N processes (fork) instead, rank r on GPU r mod the GPU count,
+// each with NCCL_HOSTID strand-a2a-node-r so that NCCL sees one node per rank: N ranks on one GPU
+// (under CUDA MPS), as run_e2e.sh runs them, for tests/e2e/gin_e2e.sh's a2a-procs mode.
 //
 // Each thread owns one GPU and one rank. Per size: 2 warm-up runs, then median of 3 timings of
 // ITER back-to-back runs (CUDA events on the rank's stream); after the timings the receive
@@ -16,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -61,10 +68,16 @@ __global__ void fill(unsigned char *p, int me, int n, size_t bytes) {
 
 static int nranks;
 static bool want_gin = true, want_coll = true;
-static ncclUniqueId uid;
-static pthread_barrier_t bar;
-static double results[2][32]; // [gin|coll][size index], rank 0's median seconds per run
-static bool gin_ok = true;
+static size_t max_bytes = MAXB;
+// What the ranks share: threads in one process, or processes (A2A_PROCS) through a shared mapping.
+struct shared_t {
+  ncclUniqueId uid;
+  int uid_ready;
+  pthread_barrier_t bar;
+  double results[2][32]; // [gin|coll][size index], rank 0's median seconds per run
+  bool gin_ok;
+};
+static shared_t *sh;
 
 static int iters(size_t bytes) { return bytes >= (1u << 20) ? 10 : 40; }
 
@@ -81,10 +94,11 @@ static void check(int rank, const unsigned char *dev, size_t bytes, const char *
 }
 
 static void *rank_main(void *arg) {
-  int rank = (int)(long)arg;
-  CUDA(cudaSetDevice(rank));
+  int rank = (int)(long)arg, ngpu = 0;
+  CUDA(cudaGetDeviceCount(&ngpu));
+  CUDA(cudaSetDevice(rank % ngpu));
   ncclComm_t comm;
-  NCCL(ncclCommInitRank(&comm, nranks, uid, rank));
+  NCCL(ncclCommInitRank(&comm, nranks, sh->uid, rank));
   cudaStream_t s;
   CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   void *sbuf, *rbuf;
@@ -102,16 +116,16 @@ static void *rank_main(void *arg) {
   req.ginForceEnable = true; // GIN even where every peer is reachable by load/store
   bool gin = want_gin && ncclDevCommCreate(comm, &req, &dc) == ncclSuccess;
   if (want_gin && !gin && rank == 0) fprintf(stderr, "# no GIN on this communicator: the gin column is skipped\n");
-  pthread_barrier_wait(&bar);
-  if (!gin) gin_ok = false;
+  pthread_barrier_wait(&sh->bar);
+  if (!gin) sh->gin_ok = false;
   cudaEvent_t e0, e1;
   CUDA(cudaEventCreate(&e0));
   CUDA(cudaEventCreate(&e1));
   int si = 0;
-  for (size_t bytes = 4096; bytes <= MAXB; bytes *= 4, si++) {
+  for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4, si++) {
     fill<<<256, 256, 0, s>>>((unsigned char *)sbuf, rank, nranks, bytes);
     for (int kind = 0; kind < 2; kind++) {
-      if (kind == 0 ? !(gin_ok && want_gin) : !want_coll) continue;
+      if (kind == 0 ? !(sh->gin_ok && want_gin) : !want_coll) continue;
       CUDA(cudaMemsetAsync(rbuf, 0, (size_t)nranks * bytes, s));
       auto run = [&]() {
         if (kind == 0)
@@ -123,7 +137,7 @@ static void *rank_main(void *arg) {
       double t[REPS];
       for (int r = 0; r < REPS; r++) {
         CUDA(cudaStreamSynchronize(s));
-        pthread_barrier_wait(&bar);
+        pthread_barrier_wait(&sh->bar);
         CUDA(cudaEventRecord(e0, s));
         for (int i = 0; i < iters(bytes); i++) run();
         CUDA(cudaEventRecord(e1, s));
@@ -133,11 +147,11 @@ static void *rank_main(void *arg) {
         t[r] = ms * 1e-3 / iters(bytes);
       }
       std::sort(t, t + REPS);
-      if (rank == 0) results[kind][si] = t[REPS / 2];
+      if (rank == 0) sh->results[kind][si] = t[REPS / 2];
       check(rank, (const unsigned char *)rbuf, bytes, kind == 0 ? "GIN all-to-all" : "ncclAlltoAll");
     }
   }
-  pthread_barrier_wait(&bar);
+  pthread_barrier_wait(&sh->bar);
   if (gin) NCCL(ncclDevCommDestroy(comm, &dc));
   NCCL(ncclCommWindowDeregister(comm, swin));
   NCCL(ncclCommWindowDeregister(comm, rwin));
@@ -148,28 +162,78 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
-  int rank = -1;
-  const char *mode = argc > 1 ? argv[1] : "both";
-  want_gin = strcmp(mode, "coll") != 0;
-  want_coll = strcmp(mode, "gin") != 0;
-  CUDA(cudaGetDeviceCount(&nranks));
-  CK(nranks >= 2, "two GPUs or more");
-  NCCL(ncclGetUniqueId(&uid));
-  pthread_barrier_init(&bar, NULL, (unsigned)nranks);
-  std::vector<pthread_t> th(nranks);
-  for (long r = 0; r < nranks; r++) CK(pthread_create(&th[r], NULL, rank_main, (void *)r) == 0, "pthread_create");
-  for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
-  printf("# gin_a2a_bench: %d ranks (one GPU each), all-to-all, median of %d; time per all-to-all (us) and "
-         "bytes each rank sends to the others per second (GB/s)\n", nranks, REPS);
+static void print_results(void) {
+  printf("# gin_a2a_bench: %d ranks (%s), all-to-all, median of %d; time per all-to-all (us) and "
+         "bytes each rank sends to the others per second (GB/s)\n", nranks,
+         getenv("A2A_PROCS") ? "one process each" : "one GPU each", REPS);
   printf("%12s %12s %10s %12s %10s %8s\n", "bytes/peer", "gin us", "gin GB/s", "a2a us", "a2a GB/s", "gin/a2a");
   int si = 0;
-  for (size_t bytes = 4096; bytes <= MAXB; bytes *= 4, si++) {
-    double g = results[0][si], c = results[1][si], moved = (double)(nranks - 1) * bytes;
+  for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4, si++) {
+    double g = sh->results[0][si], c = sh->results[1][si], moved = (double)(nranks - 1) * bytes;
     printf("%12zu", bytes);
     if (g > 0) printf(" %12.1f %10.2f", g * 1e6, moved / g / 1e9); else printf(" %12s %10s", "-", "-");
     if (c > 0) printf(" %12.1f %10.2f", c * 1e6, moved / c / 1e9); else printf(" %12s %10s", "-", "-");
     if (g > 0 && c > 0) printf(" %8.2f\n", c / g); else printf(" %8s\n", "-");
   }
+}
+
+int main(int argc, char **argv) {
+  int rank = -1;
+  const char *mode = argc > 1 ? argv[1] : "both";
+  want_gin = strcmp(mode, "coll") != 0;
+  want_coll = strcmp(mode, "gin") != 0;
+  if (getenv("A2A_MAX_BYTES")) max_bytes = std::min((size_t)strtoull(getenv("A2A_MAX_BYTES"), NULL, 0), (size_t)MAXB);
+  sh = (shared_t *)mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CK(sh != MAP_FAILED, "mmap");
+  sh->gin_ok = true;
+  const char *procs = getenv("A2A_PROCS");
+  if (procs) {
+    // processes: CUDA and NCCL start in the children only (neither survives a fork); rank 0 makes
+    // the unique id and hands it over through the mapping
+    nranks = atoi(procs);
+    CK(nranks >= 2, "A2A_PROCS of two or more");
+    pthread_barrierattr_t a;
+    pthread_barrierattr_init(&a);
+    pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_barrier_init(&sh->bar, &a, (unsigned)nranks);
+    std::vector<pid_t> pids(nranks);
+    for (int r = 0; r < nranks; r++) {
+      pids[r] = fork();
+      CK(pids[r] >= 0, "fork");
+      if (pids[r] == 0) {
+        rank = r;
+        char host[64];
+        snprintf(host, sizeof host, "strand-a2a-node-%d", r);
+        setenv("NCCL_HOSTID", host, 1);
+        if (r == 0) {
+          NCCL(ncclGetUniqueId(&sh->uid));
+          __atomic_store_n(&sh->uid_ready, 1, __ATOMIC_RELEASE);
+        }
+        while (!__atomic_load_n(&sh->uid_ready, __ATOMIC_ACQUIRE)) usleep(1000);
+        rank_main((void *)(long)r);
+        if (r == 0) print_results();
+        fflush(stdout);
+        _exit(0);
+      }
+    }
+    int bad = 0;
+    for (int r = 0; r < nranks; r++) {
+      int st = 0;
+      waitpid(pids[r], &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "gin_a2a_bench: rank %d ended with status 0x%x\n", r, st);
+        bad = 1;
+      }
+    }
+    return bad;
+  }
+  CUDA(cudaGetDeviceCount(&nranks));
+  CK(nranks >= 2, "two GPUs or more");
+  NCCL(ncclGetUniqueId(&sh->uid));
+  pthread_barrier_init(&sh->bar, NULL, (unsigned)nranks);
+  std::vector<pthread_t> th(nranks);
+  for (long r = 0; r < nranks; r++) CK(pthread_create(&th[r], NULL, rank_main, (void *)r) == 0, "pthread_create");
+  for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
+  print_results();
   return 0;
 }

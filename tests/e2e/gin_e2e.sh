@@ -6,6 +6,8 @@
 #                                        distinct NCCL_HOSTID (MPI=1 against tests/e2e/mini_mpi)
 #   tests/e2e/gin_e2e.sh PLUGIN a2a      gin_a2a_bench.cu only: a device-API all-to-all (GIN puts) vs
 #                                        ncclAlltoAll through PLUGIN and NCCL's built-in Socket
+#   tests/e2e/gin_e2e.sh PLUGIN a2a-procs  the GIN all-to-all as processes (one GPU will do, under MPS)
+#                                        with one hardware queue and the default (the mode's comment)
 #   tests/e2e/gin_e2e.sh PLUGIN bench    gp-bench only (gin_proxy/bench/gp_bench.c): one-sided put
 #                                        bandwidth and put+signal round trip beside the net's own
 #                                        send/recv, host windows and GPU windows (docs/benchmarks/gin.md)
@@ -48,7 +50,7 @@ examples=$root/.e2e-carry-nccl/$tag
 need_examples() {
   [[ -d $examples/makefiles ]] || { echo "gin_e2e: $examples missing: run tests/e2e/carry_nccl_examples.sh NCCL_GIT_DIR $tag on a machine with NCCL's repository and carry .e2e-carry-nccl" >&2; exit 1; }
 }
-[[ ${2:-} == bench || ${2:-} == a2a ]] || need_examples
+[[ ${2:-} == bench || ${2:-} == a2a* ]] || need_examples
 
 # ---- plugins (release, tests off) ----
 if command -v meson >/dev/null 2>&1; then meson=(meson); else meson=(python3 -m mesonbuild.mesonmain); fi
@@ -75,18 +77,49 @@ if [[ ${2:-} == bench ]]; then
   "$build/gp-bench" "$so" gpu 2>&1 | grep -v ' INFO '
   exit 0
 fi
-if [[ ${2:-} == a2a ]]; then
-  # an all-to-all written with the device API (GIN through this plugin) beside ncclAlltoAll through
-  # this plugin and through NCCL's built-in Socket; P2P/SHM off so that every byte crosses the net
+if [[ ${2:-} == a2a* ]]; then
   "$cuda/bin/nvcc" -std=c++17 -O2 -gencode=arch=compute_90,code=sm_90 -I"$nccl_inc" \
     "$root/tests/e2e/gin_a2a_bench.cu" -L"$nccl_lib" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$nccl_lib" \
     -o "$build/gin-a2a-bench"
   echo "# $(date -u +%FT%TZ) $(hostname): gin_a2a_bench, $(nvidia-smi -L | wc -l) GPUs, $(nproc) cores"
   export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+fi
+if [[ ${2:-} == a2a ]]; then
+  # an all-to-all written with the device API (GIN through this plugin) beside ncclAlltoAll through
+  # this plugin and through NCCL's built-in Socket; P2P/SHM off so that every byte crosses the net
   echo "## GIN all-to-all and ncclAlltoAll through strand-$plugin"
   NCCL_NET_PLUGIN="$so" "$build/gin-a2a-bench" both 2>&1 | grep -v ' INFO ' || rc=1
   echo "## ncclAlltoAll through NCCL's built-in Socket"
   NCCL_NET_PLUGIN=none NCCL_NET=Socket "$build/gin-a2a-bench" coll 2>&1 | grep -v ' INFO ' || rc=1
+  exit $rc
+fi
+if [[ ${2:-} == a2a-procs ]]; then
+  # the GIN all-to-all with one process per rank (E2E_NRANKS, default 2; one node each by
+  # NCCL_HOSTID), on one GPU under CUDA MPS as run_e2e.sh runs ranks, its kernels launched back to
+  # back: a kernel waits for its peers' signals while the next is queued behind it. With the
+  # driver's hardware queues forced into one, gin_proxy must then move GPU windows in a context of
+  # its own (docs/plugins/gin.md, "A shared hardware queue"): the default and one queue must pass,
+  # one queue in the windows' context must hang (stopped after E2E_A2A_BOUND_S, default 60 s).
+  if (( $(nvidia-smi -L | wc -l) == 1 )); then
+    export CUDA_MPS_PIPE_DIRECTORY=$build/mps-pipe CUDA_MPS_LOG_DIRECTORY=$build/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d
+    trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1 || true' EXIT
+  fi
+  for cfg in "" "CUDA_DEVICE_MAX_CONNECTIONS=1" "CUDA_DEVICE_MAX_CONNECTIONS=1 STRAND_GIN_CUDA_CONTEXT=window"; do
+    want=0 expect="completes"
+    [[ $cfg == *window* ]] && want=124 expect="hangs (stopped)"
+    echo "## GIN all-to-all, ${E2E_NRANKS:-2} processes: ${cfg:-default hardware queues} (expected: $expect)"
+    got=0
+    # shellcheck disable=SC2086 # cfg is a list of assignments
+    env $cfg A2A_PROCS=${E2E_NRANKS:-2} A2A_MAX_BYTES=${A2A_MAX_BYTES:-1048576} NCCL_NET_PLUGIN="$so" \
+      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout -k 5 "${E2E_A2A_BOUND_S:-60}" \
+      "$build/gin-a2a-bench" gin >"$build/log.a2a-procs" 2>&1 || got=$?
+    grep -avE ' INFO |^\s*$' "$build/log.a2a-procs" | tail -12 || true
+    grep -aE 'GPU windows are moved|GIN/Plugin: Assigned|Loaded gin' "$build/log.a2a-procs" | sed 's/^[^ ]* [^ ]* //' |
+      sort | uniq -c | head -4 || true
+    if [[ $got != "$want" ]]; then echo "unexpected exit status $got"; rc=1; fi
+  done
   exit $rc
 fi
 
