@@ -210,7 +210,7 @@ typedef struct cs_slot {
   int phase;          /* CS_PH_RS (reduce-scatter exchange) or CS_PH_AG (all-gather exchange) */
   uint64_t seq[2];    /* turn of this chunk's exchanges (reduce-scatter, all-gather) in their lanes */
   int lane;           /* lane of the exchange under way (c->send[j * nlanes + lane]) */
-  int stream;         /* the chunk's stream: its lanes are stream * CS_LANES + 0 and + 1 */
+  int stream;         /* the chunk's stream: its lanes are stream * c->lanes + 0 (and + 1) */
   char *send, *recv;  /* nranks areas of comm->stride bytes each (header, then up to block bytes) */
   /* Per message q = CS_MSGS * peer + CS_MSG_* of the exchange under way: */
   size_t *slen, *rlen;   /* bytes to send; receive size posted, then bytes received once done */
@@ -245,9 +245,12 @@ typedef struct cs_comm {
   uint32_t magic;
   int nranks, rank, dev;
   const strand_net_t *net;
-  int nstreams, nlanes;    /* STRAND_COLLNET_STREAMS, and CS_LANES x that per ordered pair */
+  int nstreams, nlanes;    /* STRAND_COLLNET_STREAMS, and lanes x that per ordered pair */
+  int lanes;               /* comms per stream and ordered pair: CS_LANES, or 1 where every all-reduce
+                              runs as one exchange (oneshot_max SIZE_MAX, the default at 2 ranks):
+                              lane 1 would carry nothing */
   void **send, **recv;     /* send[j*nlanes+l] / recv[..]: lane l's net comms to / from rank j
-                              (NULL at j = rank); lane l belongs to stream l / CS_LANES */
+                              (NULL at j = rank); lane l belongs to stream l / lanes */
   void **send_mh, **recv_mh; /* the staging arena's registration on each of them (may be NULL) */
   char *arena;             /* nslots x 2 x nranks x stride bytes, registered once per net comm */
   size_t arena_bytes, block;

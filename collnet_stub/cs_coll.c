@@ -24,8 +24,8 @@
  * decision, so ranks configured differently fail the call with a WARN instead of mixing data.
  *
  * Ordering. Every pair of ranks shares CS_LANES net comms per direction and stream (lane 0: the
- * first exchange of every chunk; lane 1: an all-reduce's all-gather; chunks take the
- * STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
+ * first exchange of every chunk; lane 1: an all-reduce's all-gather, formed only where some
+ * all-reduce runs as two exchanges; chunks take the STRAND_COLLNET_STREAMS streams in turn), and nets deliver a comm's messages in posting order, so
  * all ranks must post a lane's exchanges in the same order. Each exchange gets a sequence number in
  * its lane (a "turn") when its chunk takes a slot, chunks take slots in issue order, and an
  * exchange posts only when its lane's turn reaches it and hands the turn on once all of its sends
@@ -547,9 +547,10 @@ static bool cs_has_ag(const cs_req_t *r) {
 }
 
 /* The lane of the slot's exchange of `phase`: lane 0 of the chunk's stream for its first exchange,
- * lane 1 for an all-reduce's all-gather. */
-static int cs_lane_of(const cs_slot_t *sl, int phase) {
-  return sl->stream * CS_LANES + (phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0);
+ * lane 1 for an all-reduce's all-gather (which a comm of one lane per stream never runs: there every
+ * all-reduce is one exchange, cs_connect). */
+static int cs_lane_of(const cs_comm_t *c, const cs_slot_t *sl, int phase) {
+  return sl->stream * c->lanes + (phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0);
 }
 
 /* Where peer j's block of an all-reduce's all-gather lands in the user's receive buffer: there
@@ -574,7 +575,7 @@ static void cs_slot_exchange(cs_comm_t *c, cs_slot_t *sl, int phase) {
   const cs_req_t *r = sl->req;
   int me = c->rank;
   sl->phase = phase;
-  sl->lane = cs_lane_of(sl, phase);
+  sl->lane = cs_lane_of(c, sl, phase);
   sl->all_posted = false;
   sl->t_post = 0;
   sl->tm.first[phase] = sl->tm.rin[phase] = sl->tm.sout[phase] = sl->tm.done[phase] = 0;
@@ -658,8 +659,8 @@ static strand_result_t cs_assign_chunk(cs_comm_t *c, bool *assigned) {
   sl->chunk = r->next_chunk++;
   cs_chunk_blocks(c, r, sl->chunk, sl->blen, sl->boff);
   sl->stream = (int)(c->chunks_assigned++ % (uint64_t)c->nstreams); /* the same on every rank */
-  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(sl, CS_PH_RS)]++;
-  if (cs_has_ag(r)) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(sl, CS_PH_AG)]++;
+  if (r->kind != CS_ALLGATHER) sl->seq[CS_PH_RS] = c->next_seq[cs_lane_of(c, sl, CS_PH_RS)]++;
+  if (cs_has_ag(r)) sl->seq[CS_PH_AG] = c->next_seq[cs_lane_of(c, sl, CS_PH_AG)]++;
   return cs_start_job(c, sl, CS_JOB_STAGE_IN);
 }
 

@@ -4,6 +4,7 @@
  * blocking call (spec §8.2), so the mesh is built here, under a bound, by the SDK's mesh builder
  * (strand/mesh.h; gin_proxy uses the same one): rank r dials every peer's handle with the net's
  * connect and accepts nranks-1 comms on its own listener. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,14 +105,23 @@ static strand_result_t cs_form_lanes(cs_comm_t *c, cs_listen_t *l, void *handles
   return rc;
 }
 
-/* What every rank must agree on before the other streams' comms are dialled: ranks with different
- * stream counts would dial different numbers of comms, and the mesh builder would then wait out
- * its timeout or refuse an unknown comm index without naming the cause. */
-#define CS_HELLO_MAGIC 0x4353484cu
+/* What every rank must agree on before the other comms are dialled: ranks with different stream
+ * counts, or different one-exchange settings (which decide the lanes per stream), would dial
+ * different numbers of comms, and the mesh builder would then wait out its timeout or refuse an
+ * unknown comm index without naming the cause. */
+#define CS_HELLO_MAGIC 0x4353484du
 typedef struct {
   uint32_t magic, rank;
-  uint32_t streams;
+  uint32_t streams, lanes;
+  uint64_t oneshot_max; /* bytes; UINT64_MAX = every size */
 } cs_hello_t;
+
+static void cs_oneshot_words(size_t max, char *out, size_t outlen) {
+  if (max == SIZE_MAX)
+    snprintf(out, outlen, "any size");
+  else
+    snprintf(out, outlen, "%zu KiB", max >> 10);
+}
 
 /* One message each way on lane 0 of every peer, before any collective (lane 0's first turn, so
  * its order stays paired), through the first slot's header areas of the registered arena, by the
@@ -119,12 +129,14 @@ typedef struct {
 static strand_result_t cs_hello(cs_comm_t *c) {
   int nr = c->nranks;
   cs_slot_t *sl = &c->slots[0];
-  cs_hello_t me = {.magic = CS_HELLO_MAGIC, .rank = (uint32_t)c->rank, .streams = (uint32_t)c->nstreams};
+  cs_hello_t me = {.magic = CS_HELLO_MAGIC, .rank = (uint32_t)c->rank, .streams = (uint32_t)c->nstreams,
+                   .lanes = (uint32_t)c->lanes,
+                   .oneshot_max = c->oneshot_max == SIZE_MAX ? UINT64_MAX : (uint64_t)c->oneshot_max};
   for (int j = 0; j < nr; j++) memcpy(sl->send + (size_t)j * c->stride, &me, sizeof me);
   bool timed_out;
   strand_result_t rc = cs_coll_hello(c, sizeof me, strand_now_s() + CS_CONNECT_TIMEOUT_S, &timed_out);
   if (timed_out)
-    STRAND_WARN("collnet_stub connect(rank %d/%d): the stream-count check with the peers did not "
+    STRAND_WARN("collnet_stub connect(rank %d/%d): the layout check with the peers did not "
                 "complete within %.0f s", c->rank, nr, CS_CONNECT_TIMEOUT_S);
   for (int j = 0; j < nr && rc == STRAND_SUCCESS; j++) {
     if (j == c->rank) continue;
@@ -132,12 +144,20 @@ static strand_result_t cs_hello(cs_comm_t *c) {
     memcpy(&peer, sl->recv + (size_t)j * c->stride, sizeof peer);
     if (peer.magic != CS_HELLO_MAGIC || peer.rank != (uint32_t)j) {
       STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d's first message is not the stub's "
-                  "stream-count check (a peer of another build?)", c->rank, nr, j);
+                  "layout check (a peer of another build?)", c->rank, nr, j);
       rc = STRAND_REMOTE_ERROR;
     } else if (peer.streams != (uint32_t)c->nstreams) {
       STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d runs %u streams, this rank %d "
                   "(STRAND_COLLNET_STREAMS must be the same on every rank); connect fails",
                   c->rank, nr, j, peer.streams, c->nstreams);
+      rc = STRAND_INVALID_USAGE;
+    } else if (peer.oneshot_max != me.oneshot_max || peer.lanes != (uint32_t)c->lanes) {
+      char theirs[32], mine[32];
+      cs_oneshot_words(peer.oneshot_max == UINT64_MAX ? SIZE_MAX : (size_t)peer.oneshot_max, theirs, sizeof theirs);
+      cs_oneshot_words(c->oneshot_max, mine, sizeof mine);
+      STRAND_WARN("collnet_stub connect(rank %d/%d): rank %d runs all-reduce calls up to %s as one exchange, "
+                  "this rank up to %s (STRAND_COLLNET_ONESHOT_KB must be the same on every rank); connect "
+                  "fails", c->rank, nr, j, theirs, mine);
       rc = STRAND_INVALID_USAGE;
     }
   }
@@ -151,11 +171,11 @@ int cs_auto_streams(int nranks) {
   return s < 1 ? 1 : s > CS_MAX_STREAMS ? CS_MAX_STREAMS : s;
 }
 
-/* Stream 0's lanes, the stream-count check over them, then the other streams' lanes. */
+/* Lane 0 of stream 0, the layout check over it, then every other lane. */
 static strand_result_t cs_form_group(cs_comm_t *c, cs_listen_t *l, void *handles[]) {
-  strand_result_t rc = cs_form_lanes(c, l, handles, 0, CS_LANES);
+  strand_result_t rc = cs_form_lanes(c, l, handles, 0, 1);
   if (rc == STRAND_SUCCESS) rc = cs_hello(c);
-  if (rc == STRAND_SUCCESS && c->nlanes > CS_LANES) rc = cs_form_lanes(c, l, handles, CS_LANES, c->nlanes - CS_LANES);
+  if (rc == STRAND_SUCCESS && c->nlanes > 1) rc = cs_form_lanes(c, l, handles, 1, c->nlanes - 1);
   return rc;
 }
 
@@ -191,9 +211,10 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
     streams = cs_auto_streams(nranks);
   if (streams > CS_MAX_STREAMS) streams = CS_MAX_STREAMS;
   c->nstreams = (int)streams;
-  c->nlanes = CS_LANES * c->nstreams;
-  c->stride = CS_HDR_BYTES + c->block;
   c->oneshot_max = cs_oneshot_max(nranks);
+  c->lanes = c->oneshot_max == SIZE_MAX ? 1 : CS_LANES; /* no all-gather lane where none runs */
+  c->nlanes = c->lanes * c->nstreams;
+  c->stride = CS_HDR_BYTES + c->block;
   c->arena_bytes = (size_t)c->nslots * 2 * (size_t)nranks * c->stride;
   c->send = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
   c->recv = calloc((size_t)nranks * (size_t)c->nlanes, sizeof(void *));
@@ -222,17 +243,14 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
     return rc;
   }
   char oneshot[32];
-  if (c->oneshot_max == SIZE_MAX)
-    snprintf(oneshot, sizeof oneshot, "any size");
-  else
-    snprintf(oneshot, sizeof oneshot, "%zu KiB", c->oneshot_max >> 10);
+  cs_oneshot_words(c->oneshot_max, oneshot, sizeof oneshot);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
               "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
               "per peer and direction (STRAND_COLLNET_STREAMS), progress on %s (STRAND_COLLNET_PROGRESS), "
               "one exchange for all-reduce calls up to %s (STRAND_COLLNET_ONESHOT_KB)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              CS_LANES, c->prog_on ? "its own thread" : "NCCL's proxy thread", oneshot);
+              c->lanes, c->prog_on ? "its own thread" : "NCCL's proxy thread", oneshot);
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -117,6 +117,7 @@ static strand_result_t mk_listen(void *ctx, int dev, void *handle, void **lc) {
 static const char *g_chunk_var = "STRAND_COLLNET_CHUNK_KB", *g_chunk_other;
 static bool g_chunk_switched;
 static pthread_mutex_t g_chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_mk_connects; /* send comms the mock handed out (atomic): the comms a collComm dialled */
 static pthread_cond_t g_chunk_cond = PTHREAD_COND_INITIALIZER;
 static strand_result_t mk_connect(void *ctx, int dev, void *handle, void **sc, strand_dev_handle_t **dh) {
   (void)ctx, (void)dev, (void)dh;
@@ -136,6 +137,7 @@ static strand_result_t mk_connect(void *ctx, int dev, void *handle, void **sc, s
     ((uint32_t *)handle)[31] = 1;
     return STRAND_SUCCESS;
   }
+  __atomic_add_fetch(&g_mk_connects, 1, __ATOMIC_RELAXED);
   mk_pipe_t *p = calloc(1, sizeof *p);
   mk_comm_t *c = calloc(1, sizeof *c);
   p->refs = 2;
@@ -810,15 +812,16 @@ static void *chunk_main(void *arg) {
   return NULL;
 }
 
-/* Ranks with different STRAND_COLLNET_STREAMS (2 on rank 0, 1 on rank 1): connect fails on both,
- * within its bound, with a WARN naming the variable (they would dial different numbers of comms). */
-static void *streams_main(void *arg) {
+/* Ranks that would dial different numbers of comms (STRAND_COLLNET_STREAMS 2 vs 1; or
+ * STRAND_COLLNET_ONESHOT_KB, which decides whether a stream has an all-gather lane): connect fails
+ * on both, within its bound, with a WARN naming the variable (disagree checks the WARN). */
+static void *connect_refused_main(void *arg) {
   int rank = (int)(intptr_t)arg;
   void *ctx = NULL, *lc = NULL, *cc = NULL, *hp[2];
   mismatch_listen(rank, 79, &ctx, &lc, hp);
   strand_result_t rc = T->connect(hp, 2, rank, lc, &cc);
-  CHECK(rc == STRAND_INVALID_USAGE && !cc, "rank %d: 2 vs 1 streams: connect returned %d, collComm %p "
-        "(want ncclInvalidUsage and none)", rank, (int)rc, cc);
+  CHECK(rc == STRAND_INVALID_USAGE && !cc, "rank %d: %s differs: connect returned %d, collComm %p "
+        "(want ncclInvalidUsage and none)", rank, g_chunk_var, (int)rc, cc);
   T->closeListen(lc);
   if (cc) T->closeColl(cc);
   T->finalize(ctx);
@@ -844,6 +847,22 @@ static void *pair_connect(int rank, int init_arg, strand_logger_t logger, void *
   CHECK(T->connect(hp, 2, rank, lc, &cc) == STRAND_SUCCESS && cc, "rank %d: connect", rank);
   T->closeListen(lc);
   return cc;
+}
+
+/* Connect and close, nothing else: for counting the comms a collComm dials. */
+static void *connect_only_main(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  void *ctx = NULL, *cc = pair_connect(rank, 81, capture_logger, &ctx);
+  if (cc) T->closeColl(cc);
+  T->finalize(ctx);
+  return NULL;
+}
+
+/* The send comms two ranks dial between them with the current settings. */
+static int comms_dialled_by_two(void) {
+  __atomic_store_n(&g_mk_connects, 0, __ATOMIC_RELAXED);
+  run_ranks(2, connect_only_main);
+  return __atomic_load_n(&g_mk_connects, __ATOMIC_RELAXED);
 }
 
 #define GAP_CALLS 14
@@ -1257,10 +1276,29 @@ int main(void) {
       printf("%s: %d ranks, mismatch %s\n", g_fail ? "FAIL" : "ok", nr, mc->name);
     }
   disagree("STRAND_COLLNET_CHUNK_KB", "64", "128", chunk_main, "chunk sizes 64 vs 128 KiB fail the collective on both");
-  disagree("STRAND_COLLNET_STREAMS", "2", "1", streams_main, "2 vs 1 streams fail connect on both");
-  /* One exchange on rank 0 (auto: every call at 2 ranks), two on rank 1: the 256 KiB all-reduce
-   * fails on both, instead of mixing a whole chunk into a block. */
-  disagree("STRAND_COLLNET_ONESHOT_KB", NULL, "0", chunk_main, "one exchange vs two fail the collective on both");
+  /* At 2 ranks every all-reduce is one exchange by default, so a stream has no all-gather lane: one
+   * comm per stream and direction; two once some all-reduce takes two exchanges. */
+  int streams = cs_auto_streams(2), dialled = comms_dialled_by_two();
+  CHECK(dialled == 2 * streams, "2 ranks, defaults: %d send comms dialled, want %d (one per stream and rank)",
+        dialled, 2 * streams);
+  setenv("STRAND_COLLNET_ONESHOT_KB", "0", 1);
+  strand_params_reread_for_test();
+  dialled = comms_dialled_by_two();
+  CHECK(dialled == 4 * streams, "2 ranks, STRAND_COLLNET_ONESHOT_KB=0: %d send comms dialled, want %d (two per "
+        "stream and rank)", dialled, 4 * streams);
+  unsetenv("STRAND_COLLNET_ONESHOT_KB");
+  strand_params_reread_for_test();
+  printf("%s: 2 ranks, comms per stream: one by default, two with two exchanges per all-reduce\n",
+         g_fail ? "FAIL" : "ok");
+  disagree("STRAND_COLLNET_STREAMS", "2", "1", connect_refused_main, "2 vs 1 streams fail connect on both");
+  /* One exchange for every call on rank 0 (auto at 2 ranks: no all-gather lane), two on rank 1:
+   * connect fails on both (they would dial different numbers of comms). */
+  disagree("STRAND_COLLNET_ONESHOT_KB", NULL, "0", connect_refused_main,
+           "one exchange for every call vs two fail connect on both");
+  /* One exchange up to 4 MiB on rank 0, never on rank 1 (both with an all-gather lane): connect
+   * refuses that too, before any collective could mix a whole chunk into a block. */
+  disagree("STRAND_COLLNET_ONESHOT_KB", "4096", "0", connect_refused_main,
+           "one exchange up to 4 MiB vs two fail connect on both");
   run_ranks(2, close_inflight_main);
   printf("%s: 2 ranks, closeColl with collectives in flight returns\n", g_fail ? "FAIL" : "ok");
   /* the chain of a call's two exchanges (at 2 ranks by default one: STRAND_COLLNET_ONESHOT_KB) */
