@@ -135,6 +135,7 @@ typedef struct {
   void *mh;           /* ptr's registration on the bulk comm */
   void *req;          /* the net's request */
   void *ev;           /* CUDA event after this slot's copy (created once, reused) */
+  double t_copy;      /* when that copy was queued (strand_now_s): its wait is bounded */
   char *bounce;       /* staging for GPU memory or discarded bytes, allocated at first need */
   void *bounce_mh;
   bool bounce_pinned;
@@ -292,8 +293,9 @@ strand_result_t gp_copy(gp_comm_t *c, void *dst, bool dst_cuda, const void *src,
 /* The same, asynchronous: queued on the comm's stream, *ev (created on first use) recorded after. */
 strand_result_t gp_copy_async(gp_comm_t *c, void *dst, bool dst_cuda, const void *src, bool src_cuda, size_t n,
                               void **ev);
-/* Whether the copy behind ev is done (*rc: its error, if it failed). */
-bool gp_event_done(gp_comm_t *c, void *ev, strand_result_t *rc);
+/* Whether the copy behind ev, queued at `since` (strand_now_s), is done (*rc: its error, if it
+ * failed; a copy past the bounded wait of gp_cuda.c counts as failed). */
+bool gp_event_done(gp_comm_t *c, void *ev, double since, strand_result_t *rc);
 void gp_event_destroy(gp_comm_t *c, void *ev);
 /* Host staging: pinned (page-locked through CUDA) once the comm has GPU windows, else plain. */
 void *gp_host_alloc(gp_comm_t *c, size_t n, bool *pinned);

@@ -67,6 +67,7 @@ strand_result_t gp_bulk_send_take(gp_comm_t *c, gp_peer_t *p, gp_req_t *r, gp_hd
     if (src) {
       rc = gp_copy_async(c, s->bounce, false, src, true, len, &s->ev);
       if (rc != STRAND_SUCCESS) return rc;
+      s->t_copy = strand_now_s();
       s->state = GP_BS_COPY_IN;
     } else { /* source window deregistered under the op (gp_mr_cancel): zeroes keep the framing */
       memset(s->bounce, 0, len);
@@ -96,7 +97,7 @@ static strand_result_t gp_bulk_send_progress(gp_comm_t *c, gp_peer_t *p, const c
     strand_result_t rc = STRAND_SUCCESS;
     if (s->state == GP_BS_COPY_IN) {
       *what = "a GPU copy of a large put";
-      if (!gp_event_done(c, s->ev, &rc)) {
+      if (!gp_event_done(c, s->ev, s->t_copy, &rc)) {
         posted_so_far = false;
         continue;
       }
@@ -218,6 +219,7 @@ static strand_result_t gp_bulk_recv_progress(gp_comm_t *c, int j, const char **w
         *what = "a GPU copy of a large put";
         rc = gp_copy_async(c, s->dst, true, s->ptr, false, s->len, &s->ev);
         if (rc != STRAND_SUCCESS) return rc;
+        s->t_copy = strand_now_s();
         s->state = GP_BS_COPY_OUT;
       } else {
         s->state = GP_BS_DONE;
@@ -225,7 +227,7 @@ static strand_result_t gp_bulk_recv_progress(gp_comm_t *c, int j, const char **w
     }
     if (s->state == GP_BS_COPY_OUT) {
       *what = "a GPU copy of a large put";
-      if (!gp_event_done(c, s->ev, &rc)) continue;
+      if (!gp_event_done(c, s->ev, s->t_copy, &rc)) continue;
       if (rc != STRAND_SUCCESS) return rc;
       s->state = GP_BS_DONE;
     }

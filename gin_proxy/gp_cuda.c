@@ -84,6 +84,30 @@ static void gp_cu_leave(gp_comm_t *c, strand_cu_ctx_t prev) {
   if (prev != c->cu_ctx) strand_cuda()->ctxSetCurrent(prev);
 }
 
+/* A GPU wait of `waited` seconds so far: says once per comm, after GP_GPU_WAIT_WARN_S, what can
+ * hold it; true once it is past GP_GPU_WAIT_BOUND_S (said too), when the caller fails the comm. */
+static bool gp_gpu_wait_over(gp_comm_t *c, const char *what, double waited) {
+  if (waited > GP_GPU_WAIT_BOUND_S) {
+    STRAND_WARN("gin_proxy (rank %d/%d): %s did not finish within %.0f s; the comm fails", c->rank, c->nranks,
+                what, GP_GPU_WAIT_BOUND_S);
+    return true;
+  }
+  if (!c->cu_warned && waited > GP_GPU_WAIT_WARN_S) {
+    c->cu_warned = true;
+    long n = gp_max_connections();
+    char conn[32];
+    snprintf(conn, sizeof conn, n ? "%ld" : "unset: 8", n);
+    STRAND_WARN("gin_proxy (rank %d/%d): %s has waited %.0f s on gin_proxy's CUDA stream (in %s). A "
+                "device-API kernel waiting for a signal holds it when the two streams share one of the "
+                "driver's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS=%s) and another launch is queued "
+                "behind the kernel: STRAND_GIN_CUDA_CONTEXT=own gives gin_proxy queues of its own "
+                "(docs/plugins/gin.md). Waiting up to %.0f s.",
+                c->rank, c->nranks, what, GP_GPU_WAIT_WARN_S,
+                c->cu_own ? "a context of its own" : "the windows' context", conn, GP_GPU_WAIT_BOUND_S);
+  }
+  return false;
+}
+
 /* Waits for everything queued on the comm's stream, bounded (the top of this file says why). */
 static strand_cu_result_t gp_stream_wait(gp_comm_t *c, const char *what) {
   const strand_cuda_t *cu = strand_cuda();
@@ -94,24 +118,7 @@ static strand_cu_result_t gp_stream_wait(gp_comm_t *c, const char *what) {
     if (i % 256) continue;
     double now = strand_now_s();
     if (i == 0) start = now;
-    if (now - start > GP_GPU_WAIT_BOUND_S) {
-      STRAND_WARN("gin_proxy (rank %d/%d): %s did not finish within %.0f s; the comm fails", c->rank, c->nranks,
-                  what, GP_GPU_WAIT_BOUND_S);
-      return STRAND_CU_ERROR_NOT_READY;
-    }
-    if (!c->cu_warned && now - start > GP_GPU_WAIT_WARN_S) {
-      c->cu_warned = true;
-      long n = gp_max_connections();
-      char conn[32];
-      snprintf(conn, sizeof conn, n ? "%ld" : "unset: 8", n);
-      STRAND_WARN("gin_proxy (rank %d/%d): %s has waited %.0f s on gin_proxy's CUDA stream (in %s). A "
-                  "device-API kernel waiting for a signal holds it when the two streams share one of the "
-                  "driver's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS=%s) and another launch is queued "
-                  "behind the kernel: STRAND_GIN_CUDA_CONTEXT=own gives gin_proxy queues of its own "
-                  "(docs/plugins/gin.md). Waiting up to %.0f s.",
-                  c->rank, c->nranks, what, GP_GPU_WAIT_WARN_S, c->cu_own ? "a context of its own" : "the windows' context",
-                  conn, GP_GPU_WAIT_BOUND_S);
-    }
+    if (gp_gpu_wait_over(c, what, now - start)) return STRAND_CU_ERROR_NOT_READY;
   }
 }
 
@@ -243,14 +250,18 @@ strand_result_t gp_copy_async(gp_comm_t *c, void *dst, bool dst_cuda, const void
   return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, what, r);
 }
 
-bool gp_event_done(gp_comm_t *c, void *ev, strand_result_t *rc) {
+bool gp_event_done(gp_comm_t *c, void *ev, double since, strand_result_t *rc) {
   const strand_cuda_t *cu = strand_cuda();
   *rc = STRAND_SUCCESS;
   strand_cu_ctx_t prev = NULL;
   strand_cu_result_t r = gp_cu_enter(c, &prev);
   if (r == STRAND_CU_SUCCESS) r = cu->eventQuery(ev);
   gp_cu_leave(c, prev);
-  if (r == STRAND_CU_ERROR_NOT_READY) return false;
+  if (r == STRAND_CU_ERROR_NOT_READY) {
+    if (!gp_gpu_wait_over(c, "a GPU copy of a large put", strand_now_s() - since)) return false;
+    *rc = gp_cu_fail(c, "a GPU copy of a large put (bounded wait)", r);
+    return true;
+  }
   if (r != STRAND_CU_SUCCESS) *rc = gp_cu_fail(c, "cuEventQuery of a copy", r);
   return true;
 }

@@ -332,9 +332,10 @@ static strand_result_t gp_apply_msg(gp_comm_t *c, int j, const gp_hdr_t *h, cons
   case GP_MSG_REPLY: return gp_apply_reply(c, j, h, payload);
   case GP_MSG_ACK:
     if (h->status)
-      STRAND_WARN("gin_proxy (rank %d/%d): rank %d refused our op #%llu with error %u (its WARN says "
-                  "why: a window or range it does not have)", c->rank, c->nranks, j,
-                  (unsigned long long)h->seq, h->status);
+      STRAND_WARN("gin_proxy (rank %d/%d): rank %d failed our op #%llu with error %u (its WARN says why: %s)",
+                  c->rank, c->nranks, j, (unsigned long long)h->seq, h->status,
+                  h->status == STRAND_UNHANDLED_CUDA_ERROR ? "moving it into or out of GPU memory there failed"
+                                                           : "a window or range it does not have");
     gp_complete_through(&c->peers[j], h->seq, (strand_result_t)h->status);
     return STRAND_SUCCESS;
   case GP_MSG_BYE: gp_peer_closed(c, j); return STRAND_SUCCESS;

@@ -36,7 +36,9 @@
 
 #define PUT_BYTES (256u << 10) /* the even rounds' put; the odd rounds' is SMALL_PUT */
 #define SMALL_PUT (4u << 10)
-#define GIVE_UP_NS 2000000000ull /* the kernel's own bound: a stuck round ends, it does not hang */
+/* The kernel's own bound, so that a stuck round ends instead of hanging: 2 s, or TGKW_GIVE_UP_S
+ * (longer than gin_proxy's 60 s bound on a GPU wait, to watch that bound fail the comm). */
+static uint64_t g_give_up_ns = 2000000000ull;
 
 typedef struct {
   char handles[2][STRAND_NET_HANDLE_MAXSIZE];
@@ -136,10 +138,10 @@ static int launch_wait(rank_t *R, uint64_t want, uint64_t bound, strand_cu_devpt
 /* The target's round k: kernel(s) launched, then rmaProgress until the stream is idle. */
 static int target_round(rank_t *R, int k, bool queued) {
   const strand_cuda_t *cu = strand_cuda();
-  if (launch_wait(R, (uint64_t)k, GIVE_UP_NS, R->out)) return -1;
+  if (launch_wait(R, (uint64_t)k, g_give_up_ns, R->out)) return -1;
   if (queued && launch_wait(R, 0, 0, R->out + 16)) return -1;
   __atomic_store_n(&g_shm->armed, k, __ATOMIC_RELEASE);
-  double t0 = pt_now_s(), longest = 0, end = t0 + 15;
+  double t0 = pt_now_s(), longest = 0, end = t0 + 15 + g_give_up_ns / 1e9;
   strand_cu_result_t q;
   while ((q = cu->streamQuery(R->stream)) == STRAND_CU_ERROR_NOT_READY && pt_now_s() < end) {
     double a = pt_now_s();
@@ -147,7 +149,7 @@ static int target_round(rank_t *R, int k, bool queued) {
     double d = pt_now_s() - a;
     if (d > longest) longest = d;
   }
-  PT_CHECK(q == STRAND_CU_SUCCESS, "round %d: the stream did not finish within 15 s (CUresult %d)", k, q);
+  PT_CHECK(q == STRAND_CU_SUCCESS, "round %d: the stream did not finish within the kernel's bound + 15 s (CUresult %d)", k, q);
   uint64_t res[2] = {0};
   char *got = malloc(PUT_BYTES);
   PT_CHECK(got, "malloc");
@@ -156,13 +158,13 @@ static int target_round(rank_t *R, int k, bool queued) {
                cu->streamSynchronize(R->stream) == 0, "reading the results");
   long bad = pt_verify(got, k % 2 ? SMALL_PUT : PUT_BYTES, (unsigned)(100 + k));
   free(got);
-  bool seen = res[0] >= (uint64_t)k && res[1] < GIVE_UP_NS;
+  bool seen = res[0] >= (uint64_t)k && res[1] < g_give_up_ns;
   printf("round %d (%s, %s put): %s after %.1f us (signal %llu); longest rmaProgress call %.1f ms\n", k,
          queued ? "a launch queued behind the kernel" : "the kernel alone", k % 2 ? "4 KiB" : "256 KiB",
          seen ? "the kernel saw the signal" : "the kernel GAVE UP waiting", res[1] / 1e3,
          (unsigned long long)res[0], longest * 1e3);
   fflush(stdout);
-  PT_CHECK(seen, "round %d: the signal did not reach the waiting kernel within %.0f s", k, GIVE_UP_NS / 1e9);
+  PT_CHECK(seen, "round %d: the signal did not reach the waiting kernel within %.0f s", k, g_give_up_ns / 1e9);
   PT_CHECK(bad < 0, "round %d: the put's data is wrong at byte %ld", k, bad);
   return 0;
 }
@@ -179,7 +181,7 @@ static int source_round(rank_t *R, int k) {
   void *req = NULL;
   PT_CHECK(g_rma->iputSignal(g_rctx, 0, 0, R->mh_src, n, 0, R->mh_data, 1, 0, R->mh_sig, 1,
                              STRAND_GIN_SIGNAL_OP_INC, true, &req) == STRAND_SUCCESS && req, "iputSignal");
-  end = pt_now_s() + 30;
+  end = pt_now_s() + 30 + g_give_up_ns / 1e9;
   for (;;) {
     int done = 0;
     PT_CHECK(g_rma->test(R->comm, req, &done) == STRAND_SUCCESS, "round %d: the put failed", k);
@@ -224,6 +226,7 @@ int main(int argc, char **argv) {
   }
   int rounds = argc == 3 ? atoi(argv[2]) : 4;
   if (rounds < 1) return 2;
+  if (getenv("TGKW_GIVE_UP_S")) g_give_up_ns = (uint64_t)(atof(getenv("TGKW_GIVE_UP_S")) * 1e9);
   if (!gpu_usable()) {
     printf("SKIP: no usable GPU (libcuda.so.1 and GPU 0)\n");
     return 77;
@@ -240,7 +243,7 @@ int main(int argc, char **argv) {
     pids[r] = fork();
     if (pids[r] == 0) {
       g_me = r;
-      alarm(120); /* every wait above is bounded; this is the backstop */
+      alarm(120 + (unsigned)(g_give_up_ns / 1000000000ull)); /* every wait above is bounded; the backstop */
       int rc = run_rank(argv[1], rounds);
       exit(rc || pt_failures ? 1 : 0);
     }
