@@ -57,14 +57,9 @@ static void pump(void) {
   if (g_rctx) g_rma->rmaProgress(g_rctx);
 }
 
+/* Both processes at the same point; a peer that never comes ends the run (it would hang otherwise). */
 static void barrier(void) {
-  int gen = __atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE);
-  if (__atomic_add_fetch(&g_shm->count, 1, __ATOMIC_ACQ_REL) == 2) {
-    __atomic_store_n(&g_shm->count, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&g_shm->gen, gen + 1, __ATOMIC_RELEASE);
-    return;
-  }
-  while (__atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE) == gen) pump();
+  if (pt_proc_barrier(&g_shm->count, &g_shm->gen, 2, pump, 120, "gp-bench")) _exit(1);
 }
 
 static int cmp_d(const void *a, const void *b) {

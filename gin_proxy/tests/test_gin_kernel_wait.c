@@ -48,6 +48,7 @@ typedef struct {
 
 static shm_t *g_shm;
 static int g_me;
+static char g_who[48]; /* "test_gin_kernel_wait rank R", for the barrier's timeout */
 static const strand_rma_t *g_rma;
 static void *g_rctx;
 
@@ -55,20 +56,7 @@ static void pump(void) {
   if (g_rctx) g_rma->rmaProgress(g_rctx);
 }
 
-static int barrier(void) {
-  int gen = __atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE);
-  if (__atomic_add_fetch(&g_shm->count, 1, __ATOMIC_ACQ_REL) == 2) {
-    __atomic_store_n(&g_shm->count, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&g_shm->gen, gen + 1, __ATOMIC_RELEASE);
-    return 0;
-  }
-  double end = pt_now_s() + 30;
-  while (__atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE) == gen) {
-    pump();
-    PT_CHECK(pt_now_s() < end, "rank %d: barrier timed out", g_me);
-  }
-  return 0;
-}
+static int barrier(void) { return pt_proc_barrier(&g_shm->count, &g_shm->gen, 2, pump, 30, g_who); }
 
 typedef struct {
   void *lcomm, *ctx, *comm;
@@ -208,17 +196,6 @@ static int run_rank(const char *plugin, int rounds) {
   return failed ? -1 : 0;
 }
 
-static bool gpu_usable(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    const strand_cuda_t *cu = strand_cuda();
-    int dev = -1;
-    _exit(cu && cu->deviceGet(&dev, 0) == 0 ? 0 : 1);
-  }
-  int st = 0;
-  return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
     fprintf(stderr, "usage: %s <libnccl-net-strand-socket.so> [rounds]\n", argv[0]);
@@ -227,7 +204,7 @@ int main(int argc, char **argv) {
   int rounds = argc == 3 ? atoi(argv[2]) : 4;
   if (rounds < 1) return 2;
   if (getenv("TGKW_GIVE_UP_S")) g_give_up_ns = (uint64_t)(atof(getenv("TGKW_GIVE_UP_S")) * 1e9);
-  if (!gpu_usable()) {
+  if (!pt_gpu_usable()) {
     printf("SKIP: no usable GPU (libcuda.so.1 and GPU 0)\n");
     return 77;
   }
@@ -243,6 +220,7 @@ int main(int argc, char **argv) {
     pids[r] = fork();
     if (pids[r] == 0) {
       g_me = r;
+      snprintf(g_who, sizeof g_who, "test_gin_kernel_wait rank %d", r);
       alarm(120 + (unsigned)(g_give_up_ns / 1000000000ull)); /* every wait above is bounded; the backstop */
       int rc = run_rank(argv[1], rounds);
       exit(rc || pt_failures ? 1 : 0);

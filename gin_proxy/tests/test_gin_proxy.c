@@ -45,6 +45,7 @@ typedef struct {
 static shm_t *g_shm;
 static int g_n, g_me;
 static bool g_gpu; /* windows in GPU memory */
+static char g_who[48]; /* "test_gin_proxy rank R", for the barrier's timeout */
 static const strand_rma_t *g_rma;
 static void *g_rctx;
 
@@ -52,20 +53,7 @@ static void pump(void) {
   if (g_rctx) g_rma->rmaProgress(g_rctx);
 }
 
-static int barrier(int n) {
-  int gen = __atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE);
-  if (__atomic_add_fetch(&g_shm->count, 1, __ATOMIC_ACQ_REL) == n) {
-    __atomic_store_n(&g_shm->count, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&g_shm->gen, gen + 1, __ATOMIC_RELEASE);
-    return 0;
-  }
-  double end = pt_now_s() + 30;
-  while (__atomic_load_n(&g_shm->gen, __ATOMIC_ACQUIRE) == gen) {
-    pump();
-    PT_CHECK(pt_now_s() < end, "rank %d: barrier timed out", g_me);
-  }
-  return 0;
-}
+static int barrier(int n) { return pt_proc_barrier(&g_shm->count, &g_shm->gen, n, pump, 30, g_who); }
 
 /* test() until done; returns test's status, or PT_TIMEOUT. */
 static int wait_req(void *comm, void *req, double bound) {
@@ -460,18 +448,6 @@ static int run_rank(const char *plugin, bool stingy) {
   return 0;
 }
 
-/* Whether a GPU is usable, asked in a child: CUDA must not be initialised before the fork. */
-static bool gpu_usable(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    const strand_cuda_t *cu = strand_cuda();
-    int dev = -1;
-    _exit(cu && cu->deviceGet(&dev, 0) == 0 ? 0 : 1);
-  }
-  int st = 0;
-  return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(int argc, char **argv) {
   const char *mode = argc == 4 ? argv[3] : "";
   if (argc != 3 && !(argc == 4 && (!strcmp(mode, "stingy") || !strcmp(mode, "gpu")))) {
@@ -481,7 +457,7 @@ int main(int argc, char **argv) {
   g_n = atoi(argv[2]);
   if (g_n < 2 || g_n > MAXR) return 2;
   g_gpu = !strcmp(mode, "gpu");
-  if (g_gpu && !gpu_usable()) {
+  if (g_gpu && !pt_gpu_usable()) {
     printf("SKIP: no usable GPU (libcuda.so.1 and GPU 0) for GPU windows\n");
     return 77;
   }
@@ -492,6 +468,7 @@ int main(int argc, char **argv) {
     pids[r] = fork();
     if (pids[r] == 0) {
       g_me = r;
+      snprintf(g_who, sizeof g_who, "test_gin_proxy rank %d", r);
       alarm(60); /* a hung rank must not hang the suite */
       int rc = run_rank(argv[1], !strcmp(mode, "stingy"));
       if (rc) fprintf(stderr, "rank %d FAILED\n", r);

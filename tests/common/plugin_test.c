@@ -3,7 +3,9 @@
 
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 int pt_failures;
 
@@ -32,6 +34,37 @@ void *pt_load_table(const char *path, const char *symbol) {
   void *table = dlsym(dl, symbol);
   if (table == NULL) fprintf(stderr, "%s does not export %s\n", path, symbol);
   return table;
+}
+
+int pt_proc_barrier(int *count, int *gen, int n, void (*pump)(void), double bound_s, const char *who) {
+  int g = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+  if (__atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL) == n) {
+    __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(gen, g + 1, __ATOMIC_RELEASE);
+    return 0;
+  }
+  double end = pt_now_s() + bound_s;
+  while (__atomic_load_n(gen, __ATOMIC_ACQUIRE) == g) {
+    if (pump) pump();
+    PT_CHECK(pt_now_s() < end, "%s: barrier of %d processes timed out after %.0f s", who, n, bound_s);
+  }
+  return 0;
+}
+
+bool pt_gpu_usable(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int (*init)(unsigned) = NULL, (*device_get)(int *, int) = NULL;
+    if (lib) {
+      *(void **)&init = dlsym(lib, "cuInit");
+      *(void **)&device_get = dlsym(lib, "cuDeviceGet");
+    }
+    int dev = -1;
+    _exit(init && device_get && init(0) == 0 && device_get(&dev, 0) == 0 ? 0 : 1);
+  }
+  int st = 0;
+  return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* The driver's structs for cuMemCreate and cuMemSetAccess, restated (no CUDA headers here). */

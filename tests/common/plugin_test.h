@@ -68,6 +68,16 @@ int pt_connect_pair(const pt_net_t *net, void *ctx, int dev, void **send_comm, v
 #define PT_TIMEOUT (-2)
 int pt_wait(const pt_net_t *net, void *req, int *sizes, double bound_s);
 
+/* A barrier of n processes over two ints in shared memory (a MAP_SHARED mapping, both zero at the
+ * start): the last to arrive opens it; the others call pump (may be NULL: a rank's progress, which
+ * its peers may need) while they wait, up to bound_s. Returns 0, or -1 (counted, naming `who`) on
+ * timeout. */
+int pt_proc_barrier(int *count, int *gen, int n, void (*pump)(void), double bound_s, const char *who);
+
+/* Whether GPU 0 is usable (libcuda.so.1 loads, cuInit and cuDeviceGet succeed), asked in a child
+ * process: CUDA must not be initialised in a process that forks afterwards. */
+bool pt_gpu_usable(void);
+
 /* GPU memory the way NCCL allocates windows (cuMemCreate, cuMemAddressReserve, cuMemMap and
  * cuMemSetAccess on device `ordinal`, `bytes` rounded up to the allocation granularity): memory
  * of no CUDA context. GPU tests and tools only; the driver must already be loaded (strand_cuda()).
