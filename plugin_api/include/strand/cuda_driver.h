@@ -6,7 +6,8 @@
  * or unusable, strand_cuda() returns NULL and every caller keeps to host memory.
  *
  * Users: device_unpack (the mapped pinned bounce arena) and gin_proxy (GPU windows: copies between
- * host staging and GPU memory on a stream, and remote signals added on the GPU in stream order).
+ * host staging and GPU memory on a stream, and remote signals added on the GPU in stream order, in
+ * the windows' context or in a context of Strand's own, strand_cuda_private_context).
  * Types are the driver's, restated with a strand_cu prefix: handles are opaque pointers, CUresult
  * is an int (0 = success). */
 #ifndef STRAND_CUDA_DRIVER_H
@@ -77,7 +78,8 @@ typedef struct {
   strand_cu_result_t (*launchKernel)(strand_cu_function_t f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                      strand_cu_stream_t s, void **params, void **extra);
-  /* Contexts and device memory of one's own: tests and tools (plugins use NCCL's context). */
+  /* Contexts and device memory of one's own: tests and tools (plugins use NCCL's context, or the
+   * one strand_cuda_private_context keeps per device). */
   strand_cu_result_t (*deviceGet)(int *device, int ordinal);
   strand_cu_result_t (*devicePrimaryCtxRetain)(strand_cu_ctx_t *ctx, int device);
   strand_cu_result_t (*devicePrimaryCtxRelease)(int device);
