@@ -2,7 +2,7 @@
  *
  * Without a GPU (CI): strand_cuda() is NULL and every helper fails cleanly. With one (the GPU
  * machines): the signal-add kernel adds in stream order after a copy, on device memory and on
- * mapped host memory, and refuses a misaligned address. */
+ * mapped host memory, and refuses a misaligned address; the private context is one per device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +20,7 @@ static void test_without_gpu_or_with(void **state) {
   int x = 0;
   if (!cu) {
     assert_null(strand_cuda_pointer_context(&x));
+    assert_null(strand_cuda_private_context(0));
     assert_int_not_equal(strand_cuda_add_u64_async(8, 1, NULL), STRAND_CU_SUCCESS);
     assert_string_equal(strand_cuda_error_name(0), "unknown CUresult");
     skip(); /* the GPU half runs on the GPU machines */
@@ -49,6 +50,15 @@ static void test_without_gpu_or_with(void **state) {
   assert_int_equal(h[0], 42);
   assert_int_equal(h[1], UINT64_C(1) << 40);
   assert_string_equal(strand_cuda_error_name(1), "CUDA_ERROR_INVALID_VALUE");
+  /* a context of Strand's own: not the primary, the same at every call, the caller's context left
+   * current (gin_proxy/tests/test_gin_kernel_wait.c moves GPU windows in it) */
+  strand_cu_ctx_t mine = strand_cuda_private_context(dev), cur = NULL;
+  assert_non_null(mine);
+  assert_ptr_not_equal(mine, ctx);
+  assert_ptr_equal(strand_cuda_private_context(dev), mine);
+  assert_int_equal(cu->ctxGetCurrent(&cur), 0);
+  assert_ptr_equal(cur, ctx);
+  assert_null(strand_cuda_private_context(-1));
   cu->memFreeHost(h);
   cu->streamDestroy(s);
   cu->memFree(d);
