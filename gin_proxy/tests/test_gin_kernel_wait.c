@@ -2,25 +2,28 @@
  * Usage: test_gin_kernel_wait <libnccl-net-strand-socket.so> [rounds]     (GPU machines only)
  *
  * Two ranks (processes, fork) over strand-socket on loopback. Rank 1 (the target) registers GPU
- * windows on GPU 0 (allocated as NCCL allocates them: cuMemCreate + cuMemMap) and launches, on a stream of its own, a one-thread kernel that spins until its
- * signal word reaches the round's value (bounded by the GPU's clock: it gives up after 2 s) and,
- * in the "queued" rounds, a second launch behind it on the same stream, as an application that
- * enqueues its next kernel does. Rank 0 (host windows, no GPU work) then puts 4 KiB (odd rounds:
- * a staged copy) or 256 KiB (even rounds: the bulk path's copies) with a signal increment. The target keeps calling rmaProgress, which applies the put: a copy into the
- * GPU window and the signal's add, both on gin_proxy's own stream.
+ * windows on GPU 0, allocated as NCCL allocates them (cuMemCreate + cuMemMap), and launches on a
+ * stream of its own a one-thread kernel that spins until its signal word reaches the round's
+ * value (bounded by the GPU's clock: it gives up after 2 s) and, in the "queued" rounds (all but
+ * the first), a second launch behind it on the same stream, as an application that enqueues its
+ * next kernel does. Rank 0 (host windows, no GPU work) then puts 4 KiB (odd rounds: one staged
+ * copy) or 256 KiB (even rounds: the bulk path's copies) with a signal increment. The target keeps
+ * calling rmaProgress, which applies the put: copies into the GPU window and the signal's add, on
+ * gin_proxy's own stream.
  *
  * Each round passes when the kernel saw the signal before giving up and the data is right. The
- * longest single rmaProgress call is printed too: gin_proxy waits for each small copy, so a copy
- * that cannot start holds the caller's thread for that long.
+ * longest single rmaProgress call is printed too: gin_proxy waits for each small copy and add, so
+ * one that cannot start holds the caller's thread for that long.
  *
- * What it shows: the CUDA driver spreads a process's streams over CUDA_DEVICE_MAX_CONNECTIONS
+ * What it shows: the CUDA driver spreads a context's streams over CUDA_DEVICE_MAX_CONNECTIONS
  * hardware queues (8 by default). When gin_proxy's stream shares a queue with the waiting kernel's
  * stream and another launch is queued behind that kernel, the copy waits behind the launch, which
  * waits behind the kernel, which waits for the copy (docs/plugins/gin.md, "A shared hardware
- * queue"). CUDA_DEVICE_MAX_CONNECTIONS=1 forces the sharing: with STRAND_GIN_CUDA_CONTEXT=window
- * every queued round fails (the broken case the test must catch); by default gin_proxy then moves
- * the windows in a context of its own and every round passes. Exit 0 all rounds passed, 1 one
- * failed, 77 no usable GPU. Run by tests/e2e/gin_e2e.sh (default mode), never in CI (no GPU). */
+ * queue, and a context of our own"). CUDA_DEVICE_MAX_CONNECTIONS=1 forces the sharing: with
+ * STRAND_GIN_CUDA_CONTEXT=window every queued round fails (the broken case the test must catch);
+ * by default gin_proxy then moves the windows in a context of its own and every round passes.
+ * Exit 0 all rounds passed, 1 one failed, 77 no usable GPU (CI). Run by meson (gin_proxy suite,
+ * one queue) and by tests/e2e/gin_e2e.sh (default mode: one queue, the default, the broken case). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +140,8 @@ static int target_round(rank_t *R, int k, bool queued) {
     double d = pt_now_s() - a;
     if (d > longest) longest = d;
   }
-  PT_CHECK(q == STRAND_CU_SUCCESS, "round %d: the stream did not finish within the kernel's bound + 15 s (CUresult %d)", k, q);
+  PT_CHECK(q == STRAND_CU_SUCCESS, "round %d: the stream did not finish within the kernel's bound + 15 s "
+           "(CUresult %d)", k, q);
   uint64_t res[2] = {0};
   char *got = malloc(PUT_BYTES);
   PT_CHECK(got, "malloc");
