@@ -246,11 +246,11 @@ strand_result_t cs_connect(void *handles[], int nranks, int rank, void *listenCo
   cs_oneshot_words(c->oneshot_max, oneshot, sizeof oneshot);
   STRAND_INFO(STRAND_SUBSYS_INIT | STRAND_SUBSYS_NET,
               "collnet_stub: rank %d/%d connected over %s dev %d, %zu-byte blocks, %d chunk slots "
-              "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comms "
+              "(STRAND_COLLNET_SLOTS), %d helper threads (STRAND_COLLNET_THREADS), %d streams of %d comm%s "
               "per peer and direction (STRAND_COLLNET_STREAMS), progress on %s (STRAND_COLLNET_PROGRESS), "
               "one exchange for all-reduce calls up to %s (STRAND_COLLNET_ONESHOT_KB)",
               rank, nranks, c->net->name, c->dev, c->block, c->nslots, cs_helpers_count(c), c->nstreams,
-              c->lanes, c->prog_on ? "its own thread" : "NCCL's proxy thread", oneshot);
+              c->lanes, c->lanes == 1 ? "" : "s", c->prog_on ? "its own thread" : "NCCL's proxy thread", oneshot);
   *collComm = c;
   return STRAND_SUCCESS;
 }

@@ -29,9 +29,10 @@
  * competes with (NCCL's ring through the net plugin), on the same cores; at 2 ranks the two
  * patterns are the same.
  * With --collnet-ref-streams S the mesh reference lays its calls over the comms the way
- * collnet_stub does: S streams of 2 comm pairs per peer, call k on stream k mod S, its first
- * exchange on the stream's first pair and its second on the other (the stub's two lanes), so that
- * what the stub's layout costs the net shows apart from what the stub adds.
+ * collnet_stub does where its all-reduces take two exchanges (above 2 ranks, or with
+ * STRAND_COLLNET_ONESHOT_KB=0): S streams of 2 comm pairs per peer, call k on stream k mod S, its
+ * first exchange on the stream's first pair and its second on the other (the stub's two lanes), so
+ * that what the stub's layout costs the net shows apart from what the stub adds.
  * With --collnet-ref-headers a 64-byte message goes ahead of each payload on the same comms, the
  * shape of collnet_stub's agreement header, so that its cost shows apart. Payloads to one peer all
  * have the same size and the same pattern, so it does not matter which posted receive a message
