@@ -187,13 +187,8 @@ ofi_env="NCCL_NET_PLUGIN=strand-ofi FI_PROVIDER=${E2E_FI_PROVIDER:-tcp;ofi_rxm} 
 have_ofi=0; [[ -f $build/net_ofi/libnccl-net-strand-ofi.so ]] && have_ofi=1
 builtin_env="NCCL_NET=Socket"
 tuned_env="NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 NCCL_MIN_NCHANNELS=8"
-# What the device-unpack mode needs from NCCL (docs/spec/device-unpack.md §5.5): Simple protocol
-# and Ring only (LL/LL128/PAT/NVLS receives are not unpacked and skew the ring), GDR on for the
-# receive FIFO (the virtual NIC has no PCI path), sends from host memory, no user-buffer
-# registration (NCCL's guards for UNPACK plugins are inactive since 2.24.3).
-unpack_nccl_env="NCCL_PROTO=Simple NCCL_ALGO=Ring NCCL_PAT_ENABLE=0 NCCL_NVLS_ENABLE=0 \
-NCCL_COLLNET_ENABLE=0 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=0 NCCL_LOCAL_REGISTER=0 \
-NCCL_GRAPH_REGISTER=0 NCCL_MIN_NCHANNELS=${E2E_UNPACK_NCHANNELS:-16}"
+# What the device-unpack mode needs from NCCL: $unpack_nccl_env (the file says why).
+. "$root/tests/e2e/unpack_nccl_env.sh"
 unpack_env="$strand_env STRAND_SOCKET_UNPACK=1 $unpack_nccl_env"
 
 case "$mode" in

@@ -18,9 +18,18 @@ __global__ void spin(volatile int *flag) {
 }
 __global__ void nop() {}
 
+static const char *env_or(const char *name, const char *dflt) { return getenv(name) ? getenv(name) : dflt; }
+
+// One line per run: the configuration and whether the copy landed.
+static void verdict(int k, int with_k2, const char *what) {
+  printf("PRIO=%s MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: %s\n", env_or("PRIO", "0"),
+         env_or("CUDA_DEVICE_MAX_CONNECTIONS", "default"), env_or("CUDA_MODULE_LOADING", "default"),
+         env_or("PRELOAD", "0"), k, with_k2, what);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   int k = argc > 1 ? atoi(argv[1]) : 1, with_k2 = argc > 2 ? atoi(argv[2]) : 1;
-  const char *mc = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   int *flag, *one;
   cudaMalloc(&flag, sizeof(int));
   cudaMemset(flag, 0, sizeof(int));
@@ -31,9 +40,9 @@ int main(int argc, char **argv) {
   cudaStream_t s, c, extra[64];
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   for (int i = 0; i < k - 1; i++) cudaStreamCreateWithFlags(&extra[i], cudaStreamNonBlocking);
-  int lo = 0, hi = 0;
-  cudaDeviceGetStreamPriorityRange(&lo, &hi);
-  if (getenv("PRIO") && atoi(getenv("PRIO"))) cudaStreamCreateWithPriority(&c, cudaStreamNonBlocking, hi);
+  int least = 0, greatest = 0; // the greatest priority is the numerically lowest value
+  cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  if (getenv("PRIO") && atoi(getenv("PRIO"))) cudaStreamCreateWithPriority(&c, cudaStreamNonBlocking, greatest);
   else cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking);
   spin<<<1, 1, 0, s>>>(flag);
   if (with_k2) nop<<<1, 1, 0, s>>>();
@@ -42,18 +51,11 @@ int main(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   while (cudaStreamQuery(c) == cudaErrorNotReady) {
     if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(3)) {
-      printf("PRIO=%s MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: STUCK\n",
-             getenv("PRIO") ? getenv("PRIO") : "0", mc ? mc : "default",
-             getenv("CUDA_MODULE_LOADING") ? getenv("CUDA_MODULE_LOADING") : "default",
-             getenv("PRELOAD") ? getenv("PRELOAD") : "0", k, with_k2);
-      fflush(stdout);
+      verdict(k, with_k2, "STUCK");
       _exit(0);
     }
   }
   cudaStreamSynchronize(s);
-  printf("PRIO=%s MAX_CONNECTIONS=%s LOADING=%s PRELOAD=%s stream %d after S, K2 %d: ok\n",
-         getenv("PRIO") ? getenv("PRIO") : "0", mc ? mc : "default",
-         getenv("CUDA_MODULE_LOADING") ? getenv("CUDA_MODULE_LOADING") : "default",
-         getenv("PRELOAD") ? getenv("PRELOAD") : "0", k, with_k2);
+  verdict(k, with_k2, "ok");
   return 0;
 }

@@ -16,8 +16,8 @@ set -u
 cd "$(dirname "$0")/../../.." || exit 1
 OUT=${OUT:-/tmp}
 export NCCL_NVLS_ENABLE=0
-U="NCCL_PROTO=Simple NCCL_ALGO=Ring NCCL_PAT_ENABLE=0 NCCL_COLLNET_ENABLE=0 NCCL_NET_GDR_LEVEL=SYS \
-NCCL_NET_GDR_READ=0 NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0 NCCL_MIN_NCHANNELS=16"
+. tests/e2e/unpack_nccl_env.sh # run_e2e.sh's unpack settings
+U=$unpack_nccl_env
 COPY="STRAND_SOCKET_UNPACK=1 STRAND_SOCKET_UNPACK_COPY=1 CUDA_DEVICE_MAX_CONNECTIONS=32"
 # stdbuf: the pipe must not hold back lines when a launch hangs and the call's time runs out.
 {
