@@ -112,8 +112,8 @@ static strand_result_t cs_form_lanes(cs_comm_t *c, cs_listen_t *l, void *handles
 #define CS_HELLO_MAGIC 0x4353484du
 typedef struct {
   uint32_t magic, rank;
-  uint32_t streams, lanes;
-  uint64_t oneshot_max; /* bytes; UINT64_MAX = every size */
+  uint32_t streams;
+  uint64_t oneshot_max; /* bytes; UINT64_MAX = every size (which also gives the lanes per stream) */
 } cs_hello_t;
 
 static void cs_oneshot_words(size_t max, char *out, size_t outlen) {
@@ -130,7 +130,6 @@ static strand_result_t cs_hello(cs_comm_t *c) {
   int nr = c->nranks;
   cs_slot_t *sl = &c->slots[0];
   cs_hello_t me = {.magic = CS_HELLO_MAGIC, .rank = (uint32_t)c->rank, .streams = (uint32_t)c->nstreams,
-                   .lanes = (uint32_t)c->lanes,
                    .oneshot_max = c->oneshot_max == SIZE_MAX ? UINT64_MAX : (uint64_t)c->oneshot_max};
   for (int j = 0; j < nr; j++) memcpy(sl->send + (size_t)j * c->stride, &me, sizeof me);
   bool timed_out;
@@ -151,7 +150,7 @@ static strand_result_t cs_hello(cs_comm_t *c) {
                   "(STRAND_COLLNET_STREAMS must be the same on every rank); connect fails",
                   c->rank, nr, j, peer.streams, c->nstreams);
       rc = STRAND_INVALID_USAGE;
-    } else if (peer.oneshot_max != me.oneshot_max || peer.lanes != (uint32_t)c->lanes) {
+    } else if (peer.oneshot_max != me.oneshot_max) {
       char theirs[32], mine[32];
       cs_oneshot_words(peer.oneshot_max == UINT64_MAX ? SIZE_MAX : (size_t)peer.oneshot_max, theirs, sizeof theirs);
       cs_oneshot_words(c->oneshot_max, mine, sizeof mine);

@@ -192,7 +192,6 @@ typedef struct gp_comm {
   void *cu_win_ctx;           /* the GPU windows' context (one per comm: NCCL's GPU) */
   void *cu_ctx, *cu_stream;   /* the context the comm's GPU work runs in (the windows' or one of
                                  Strand's own, STRAND_GIN_CUDA_CONTEXT) and its stream (gp_cuda.c) */
-  bool cu_own;                /* cu_ctx is Strand's own: the caller's context is put back after use */
   bool cu_warned;             /* a slow GPU wait was reported (once per comm) */
 } gp_comm_t;
 

@@ -103,7 +103,8 @@ static bool gp_gpu_wait_over(gp_comm_t *c, const char *what, double waited) {
                 "behind the kernel: STRAND_GIN_CUDA_CONTEXT=own gives gin_proxy queues of its own "
                 "(docs/plugins/gin.md). Waiting up to %.0f s.",
                 c->rank, c->nranks, what, GP_GPU_WAIT_WARN_S,
-                c->cu_own ? "a context of its own" : "the windows' context", conn, GP_GPU_WAIT_BOUND_S);
+                c->cu_ctx != c->cu_win_ctx ? "a context of its own" : "the windows' context", conn,
+                GP_GPU_WAIT_BOUND_S);
   }
   return false;
 }
@@ -159,7 +160,6 @@ strand_result_t gp_cuda_attach(gp_comm_t *c, gp_mr_t *m, const char *call) {
   }
   c->cu_win_ctx = ctx;
   c->cu_ctx = work;
-  c->cu_own = own;
   strand_cu_ctx_t prev = NULL;
   strand_cu_result_t r = gp_cu_enter(c, &prev);
   if (r == STRAND_CU_SUCCESS) r = cu->streamCreate(&c->cu_stream, STRAND_CU_STREAM_NON_BLOCKING);
