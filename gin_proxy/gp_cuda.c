@@ -13,7 +13,8 @@
  *   another launch behind that kernel, our copy waits behind that launch forever (measured with
  *   gin_proxy/tests/test_gin_kernel_wait.c: with the variable at 1, every such round). A context
  *   of our own has queues of its own; the price is that the GPU must switch to it (about 1 ms on
- *   an H200 while a kernel of the other context runs, against ~40 us), so it is chosen by default
+ *   an H200 while a kernel of the other context runs, against ~40 us; without MPS a device-API
+ *   all-to-all took 13-22 ms instead of under 0.5: time slices), so it is chosen by default
  *   only where the job lowered CUDA_DEVICE_MAX_CONNECTIONS below the driver's 8 (Megatron-LM sets
  *   1), which makes the sharing likely. It reaches NCCL's windows (cuMemCreate + cuMemMap memory);
  *   a cuMemAlloc window's copies go through that window's context's queues whatever the stream.
