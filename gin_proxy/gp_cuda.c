@@ -317,3 +317,26 @@ strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, u
   gp_cu_leave(c, prev);
   return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, "adding a signal on the GPU", r);
 }
+
+strand_result_t gp_put_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, const void *src, size_t n, gp_mr_t *sw,
+                              uint64_t sig_off, uint32_t op, uint64_t value) {
+  if (n == 0 || !sw || !sw->cuda || !w->cuda || w->base + off == src) { /* one GPU operation at most */
+    strand_result_t rc = n ? gp_copy(c, w->base + off, w->cuda, src, false, n) : STRAND_SUCCESS;
+    return rc == STRAND_SUCCESS && sw ? gp_signal(c, sw, sig_off, op, value) : rc;
+  }
+  uint64_t add = op == STRAND_GIN_SIGNAL_OP_INC ? 1 : value;
+  strand_cu_ctx_t prev = NULL;
+  const char *what = "cuCtxSetCurrent";
+  strand_cu_result_t r = gp_cu_enter(c, &prev);
+  if (r == STRAND_CU_SUCCESS) r = gp_queue_copy(c, w->base + off, true, src, false, n, &what);
+  if (r == STRAND_CU_SUCCESS) {
+    what = "adding a signal on the GPU";
+    r = strand_cuda_add_u64_async(dptr(sw->base + sig_off), add, c->cu_stream);
+  }
+  if (r == STRAND_CU_SUCCESS) {
+    what = "a put and its signal into GPU windows";
+    r = gp_stream_wait(c, what);
+  }
+  gp_cu_leave(c, prev);
+  return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, what, r);
+}

@@ -199,11 +199,9 @@ static strand_result_t gp_apply_put(gp_comm_t *c, int j, const gp_hdr_t *h, cons
       p->rx_bad = STRAND_INVALID_ARGUMENT;
       c->last_error = STRAND_INVALID_ARGUMENT;
     } else if (!bulk) {
-      gp_mr_t *w = gp_win(c, h->win);
-      strand_result_t rc = h->len ? gp_copy(c, w->base + h->base + h->off, w->cuda, payload, false, h->len)
-                                  : STRAND_SUCCESS;
-      if (rc == STRAND_SUCCESS && (h->flags & GP_F_LAST) && (h->flags & GP_F_SIGNAL))
-        rc = gp_signal(c, gp_win(c, h->sig_win), h->sig_off, h->sig_op, h->sig_val);
+      bool signal = (h->flags & GP_F_LAST) && (h->flags & GP_F_SIGNAL);
+      strand_result_t rc = gp_put_signal(c, gp_win(c, h->win), h->base + h->off, payload, h->len,
+                                         signal ? gp_win(c, h->sig_win) : NULL, h->sig_off, h->sig_op, h->sig_val);
       if (rc != STRAND_SUCCESS) { /* the source's test reports it (gp_copy WARNed) */
         p->rx_bad_seq = h->seq;
         p->rx_bad = rc;
