@@ -546,6 +546,9 @@ static void *rank_main(void *arg) {
   const size_t counts[] = {0, 1, 7, 4099, big};
   for (size_t ci = 0; ci < 5; ci++) allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, counts[ci], salt++, false);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, true);
+  /* in place with the send buffer's registration as the receive's too: at 2 ranks the peer's copy
+   * must not land on this rank's own before it is sent and reduced (cs_oneshot_landing) */
+  allreduce(cc, smh, smh, send, recv, exp, rank, STRAND_FLOAT32, STRAND_SUM, big, salt++, true);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_INT8, STRAND_PROD, 100003, salt++, false);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_FLOAT8_E4M3, STRAND_MAX, 65537, salt++, false);
   allreduce(cc, smh, rmh, send, recv, exp, rank, STRAND_BFLOAT16, STRAND_MIN, 333333, salt++, false);
