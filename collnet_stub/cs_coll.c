@@ -568,11 +568,13 @@ static char *cs_ag_landing(const cs_comm_t *c, const cs_slot_t *sl, int j) {
  * operands stay in rank order, so both ranks compute the same bits). That skips a pass over an
  * arena block, one of the reduction's memory streams (tests/e2e/runs/cnhost16.sh measured the
  * reduction's passes over memory as a fifth of the stub's time at NCCL's call size). Only for calls
- * of at most CS_LAND_MAX_BYTES (cnhost17.sh: 5-9 % faster from 1 to 8 MiB, 3 % slower at 16 MiB,
- * where the net's receives write a window of cold memory instead of arena blocks the cache holds;
- * NCCL's CollNet calls are at most 256 KiB per channel). And only where a whole block fits in the
- * registration and cannot reach this rank's own copy (an in-place call keeps the arena). */
-#define CS_LAND_MAX_BYTES (8u << 20)
+ * of at most CS_LAND_MAX_BYTES (cnhost17.sh: 5-9 % faster from 1 to 4 MiB; at 8 MiB 8 % faster in
+ * one call and 2 % slower in another, at 16 MiB 3-6 % slower: the net's receives then write a
+ * window of cold memory instead of arena blocks the cache holds; NCCL's CollNet calls are at most
+ * 256 KiB per channel, 1.75 MiB with 7 channels). And only where a whole block fits in the
+ * registration and cannot reach this rank's own copy (an in-place call keeps the arena). Above 2
+ * ranks landing one peer's reduce-scatter block the same way measured no gain (cnhost18.sh). */
+#define CS_LAND_MAX_BYTES (4u << 20)
 static char *cs_oneshot_landing(const cs_comm_t *c, const cs_slot_t *sl, int j) {
   const cs_req_t *r = sl->req;
   if (r->kind != CS_ALLREDUCE || !r->oneshot || c->nranks != 2 || !r->rmr || r->count * r->esz > CS_LAND_MAX_BYTES)
