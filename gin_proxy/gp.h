@@ -302,9 +302,10 @@ void gp_host_free(void *p, bool pinned);
 /* The signal's effect on its word, ordered after everything written to the comm's windows
  * before it (host: a release atomic; GPU: an atomic add on the copy stream). */
 strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value);
-/* A put's fragment from the host (n bytes; w may be NULL where n is 0) into window w at off, then its signal on
- * sw (NULL: none), complete when it returns. Where both are GPU memory they are queued together and
- * waited for once: the stream orders the add after the bytes, one GPU round trip instead of two. */
+/* A put's fragment from the host (n bytes; w may be NULL where n is 0) into window w at off, then
+ * its signal on sw (NULL: none), complete when it returns. Where both are GPU memory they are
+ * queued together and waited for once: the stream orders the add after the bytes, one GPU round
+ * trip instead of two. */
 strand_result_t gp_put_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, const void *src, size_t n, gp_mr_t *sw,
                               uint64_t sig_off, uint32_t op, uint64_t value);
 
