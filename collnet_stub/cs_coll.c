@@ -553,14 +553,24 @@ static int cs_lane_of(const cs_comm_t *c, const cs_slot_t *sl, int phase) {
   return sl->stream * c->lanes + (phase == CS_PH_AG && sl->req->kind == CS_ALLREDUCE ? 1 : 0);
 }
 
+/* Where this rank's block of a reduce-scatter comes from (the send buffer, or the arena when
+ * staged) and where its result goes (the receive buffer). */
+static const char *cs_rs_mine(const cs_comm_t *c, const cs_slot_t *sl) {
+  const char *user = cs_user_src(sl->req, sl, CS_PH_RS, c->rank);
+  return user ? user : cs_blk(c, sl->send, c->rank);
+}
+
 /* Where peer j's block of an all-reduce's all-gather lands in the user's receive buffer: there
  * when the net holds that buffer's registration and a whole block fits inside it (a peer that
  * disagrees can send up to a block, never past it); NULL: in the arena. */
+static bool cs_block_fits(const cs_comm_t *c, const cs_req_t *r, const char *land) {
+  return (size_t)(land - (const char *)r->rmr->base) + c->block <= r->rmr->size;
+}
+
 static char *cs_ag_landing(const cs_comm_t *c, const cs_slot_t *sl, int j) {
   const cs_req_t *r = sl->req;
   char *land = cs_user_src(r, sl, CS_PH_AG, j);
-  if (land && (size_t)(land - (char *)r->rmr->base) + c->block > r->rmr->size) land = NULL;
-  return land;
+  return land && cs_block_fits(c, r, land) ? land : NULL;
 }
 
 /* Where the peer's copy of the chunk lands in an all-reduce of one exchange at 2 ranks: straight in
@@ -580,11 +590,9 @@ static char *cs_oneshot_landing(const cs_comm_t *c, const cs_slot_t *sl, int j) 
   if (r->kind != CS_ALLREDUCE || !r->oneshot || c->nranks != 2 || !r->rmr || r->count * r->esz > CS_LAND_MAX_BYTES)
     return NULL;
   char *land = r->dst + sl->boff[j];
-  const char *mine = cs_user_src(r, sl, CS_PH_RS, c->rank);
-  if (!mine) mine = cs_blk(c, sl->send, c->rank);
+  const char *mine = cs_rs_mine(c, sl);
   if (land < mine + sl->blen[c->rank] && mine < land + c->block) return NULL;
-  if ((size_t)(land - (char *)r->rmr->base) + c->block > r->rmr->size) return NULL;
-  return land;
+  return cs_block_fits(c, r, land) ? land : NULL;
 }
 
 /* Points the slot's per-message lengths, buffers and registrations at the exchange of `phase` and
@@ -915,12 +923,6 @@ static strand_result_t cs_exchange_cpu(cs_comm_t *c, cs_slot_t *sl) {
   return STRAND_SUCCESS;
 }
 
-/* Where this rank's block of a reduce-scatter comes from (the send buffer, or the arena when
- * staged) and where its result goes (the receive buffer). */
-static const char *cs_rs_mine(const cs_comm_t *c, const cs_slot_t *sl) {
-  const char *user = cs_user_src(sl->req, sl, CS_PH_RS, c->rank);
-  return user ? user : cs_blk(c, sl->send, c->rank);
-}
 
 /* Part p of nparts of a len-byte block: 64-byte multiples (so whole elements), the last one the
  * rest. */

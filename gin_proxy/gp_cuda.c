@@ -302,8 +302,15 @@ void gp_host_free(void *p, bool pinned) {
     free(p);
 }
 
+static uint64_t gp_signal_add(uint32_t op, uint64_t value) { return op == STRAND_GIN_SIGNAL_OP_INC ? 1 : value; }
+
+/* Queues the signal's add on the comm's stream (its context current). */
+static strand_cu_result_t gp_queue_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value) {
+  return strand_cuda_add_u64_async(dptr(w->base + off), gp_signal_add(op, value), c->cu_stream);
+}
+
 strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, uint64_t value) {
-  uint64_t add = op == STRAND_GIN_SIGNAL_OP_INC ? 1 : value;
+  uint64_t add = gp_signal_add(op, value);
   if (!w->cuda) {
     /* release: the data written before (this put's and every earlier one from the same source)
      * is visible to whoever reads the new signal value with acquire */
@@ -312,7 +319,7 @@ strand_result_t gp_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, uint32_t op, u
   }
   strand_cu_ctx_t prev = NULL;
   strand_cu_result_t r = gp_cu_enter(c, &prev);
-  if (r == STRAND_CU_SUCCESS) r = strand_cuda_add_u64_async(dptr(w->base + off), add, c->cu_stream);
+  if (r == STRAND_CU_SUCCESS) r = gp_queue_signal(c, w, off, op, value);
   if (r == STRAND_CU_SUCCESS) r = gp_stream_wait(c, "a signal's add on the GPU");
   gp_cu_leave(c, prev);
   return r == STRAND_CU_SUCCESS ? STRAND_SUCCESS : gp_cu_fail(c, "adding a signal on the GPU", r);
@@ -324,14 +331,13 @@ strand_result_t gp_put_signal(gp_comm_t *c, gp_mr_t *w, uint64_t off, const void
     strand_result_t rc = n ? gp_copy(c, w->base + off, w->cuda, src, false, n) : STRAND_SUCCESS;
     return rc == STRAND_SUCCESS && sw ? gp_signal(c, sw, sig_off, op, value) : rc;
   }
-  uint64_t add = op == STRAND_GIN_SIGNAL_OP_INC ? 1 : value;
   strand_cu_ctx_t prev = NULL;
   const char *what = "cuCtxSetCurrent";
   strand_cu_result_t r = gp_cu_enter(c, &prev);
   if (r == STRAND_CU_SUCCESS) r = gp_queue_copy(c, w->base + off, true, src, false, n, &what);
   if (r == STRAND_CU_SUCCESS) {
     what = "adding a signal on the GPU";
-    r = strand_cuda_add_u64_async(dptr(sw->base + sig_off), add, c->cu_stream);
+    r = gp_queue_signal(c, sw, sig_off, op, value);
   }
   if (r == STRAND_CU_SUCCESS) {
     what = "a put and its signal into GPU windows";
